@@ -1,0 +1,376 @@
+"""Time integrators behind one small interface, collected in the ``INTEGRATORS`` registry.
+
+Every integrator advances a :class:`~sandbox.sim.particles.State` by a step ``h`` (s)
+given an acceleration field ``accel(x, v) -> a`` shaped like ``x`` (m/s^2). A method is
+mostly data, as in scipy's ``integrate._ivp``: its global order at a fixed step, its
+order when the step changes from one step to the next, whether it is symplectic,
+whether it is position based (advances ``x_prev``) and how many force evaluations a
+step costs.
+
+Orders are *global*: the error at a fixed end time as ``h -> 0``. The articles call
+position Verlet "4th order"; that is the local error of one position step. Globally
+position Verlet, velocity Verlet and leapfrog are all 2nd order (``sandbox/lab`` and
+the tests measure it).
+
+The interface, used by ``integrate()`` and by the world:
+
+``start(s, h, accel)``
+    Make the integrator's own state consistent with ``(s.x, s.v)`` for a first step
+    of about ``h``. Every start, swap, reset and load goes through it: position Verlet
+    started with ``x_prev = x0 - v0*h`` loses ``a*h^2/2`` (article 001, eq. 2).
+``step(s, h, accel)``
+    Advance ``s`` by ``h``; afterwards ``s.v`` is valid (kept or estimated),
+    ``s.x_prev`` holds the positions before the step and ``s.h_prev == h``.
+``h`` is a float, or an array that broadcasts against ``x`` (one step per row: the lab
+advances many randomly stepped runs at once this way).
+
+``fold(s, dx, h, h_old)``
+    Position corrections ``dx`` made after ``step`` (constraints, contacts) are
+    folded into the velocity so every integrator, not only the Verlet family, works
+    with sticks. ``h_old`` is ``s.h_prev`` as it was before the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .particles import State
+
+AccelFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class Integrator:
+    """Base class; subclasses set the class attributes and implement ``_step``."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    order: ClassVar[int]              # global order at a fixed step
+    order_variable: ClassVar[int]     # global order when h varies (0: does not converge)
+    symplectic: ClassVar[bool]
+    position_based: ClassVar[bool] = False
+    fevals: ClassVar[int] = 1         # force evaluations per step
+    # Velocity change per unit of position correction, times h: dv = fold_gain*dx/h.
+    fold_gain: ClassVar[float] = 1.0
+
+    def __repr__(self) -> str:
+        return f"<integrator {self.name}: order {self.order}, symplectic={self.symplectic}>"
+
+    def start(self, s: State, h: float, accel: AccelFn) -> None:
+        # One-step methods need nothing but (x, v); the force is evaluated by the
+        # first step (velocity Verlet and leapfrog then keep it for the next one).
+        s.a_valid = False
+        s.x_prev = s.x.copy()
+        s.h_prev = h
+
+    def step(self, s: State, h: float, accel: AccelFn) -> None:
+        raise NotImplementedError
+
+    def fold(self, s: State, dx: np.ndarray, h: float, h_old: float) -> None:
+        s.v += dx * (self.fold_gain / h)
+        s.a_valid = False
+
+    def velocity(self, s: State) -> np.ndarray:
+        """The velocity at ``s.t``: kept, or estimated from positions (see subclasses)."""
+        return s.v
+
+
+class ExplicitEuler(Integrator):
+    """Forward Euler: ``x+ = x + h v``, ``v+ = v + h a(x, v)``. Global order 1.
+
+    Not symplectic: on an oscillator the energy grows by a factor ``1 + (w h)^2`` every
+    step, and phase-space area with it (article 002).
+    """
+
+    name, label, order, order_variable, symplectic = "euler", "Explicit Euler", 1, 1, False
+
+    def step(self, s, h, accel):
+        a = accel(s.x, s.v)
+        s.x_prev = s.x.copy()
+        s.x += h * s.v
+        s.v += h * a
+        s.a, s.a_valid, s.h_prev = a, False, h
+
+
+class SymplecticEuler(Integrator):
+    """Semi-implicit Euler: ``v+ = v + h a(x, v)``, then ``x+ = x + h v+``. Global order 1.
+
+    Symplectic (it is leapfrog with its velocity read half a step off), so the energy
+    error stays bounded at a fixed step. Chipmunk/pymunk integrate bodies this way.
+    """
+
+    name, label, order, order_variable, symplectic = (
+        "symplectic_euler", "Symplectic Euler", 1, 1, True)
+
+    def step(self, s, h, accel):
+        a = accel(s.x, s.v)
+        s.x_prev = s.x.copy()
+        s.v += h * a
+        s.x += h * s.v
+        s.a, s.a_valid, s.h_prev = a, False, h
+
+
+class VelocityVerlet(Integrator):
+    """Velocity Verlet: ``x+ = x + h v + h^2/2 a``; ``v+ = v + h/2 (a + a+)``. Order 2.
+
+    The trapezoid rule for ``v`` (article 000). One force evaluation per step: ``a+`` is
+    kept for the next step. For a velocity-dependent force (drag) ``a+`` is evaluated
+    with the predicted velocity ``v + h a``, which keeps the method second order.
+    """
+
+    name, label, order, order_variable, symplectic = (
+        "velocity_verlet", "Velocity Verlet", 2, 2, True)
+
+    def step(self, s, h, accel):
+        a = s.a if s.a_valid else accel(s.x, s.v)
+        s.x_prev = s.x.copy()
+        s.x += h * s.v + (0.5 * h * h) * a
+        a_new = accel(s.x, s.v + h * a)
+        s.v += (0.5 * h) * (a + a_new)
+        s.a, s.a_valid, s.h_prev = a_new, True, h
+
+
+class Leapfrog(Integrator):
+    """Leapfrog, kick-drift-kick: ``v½ = v + h/2 a``; ``x+ = x + h v½``; ``v+ = v½ + h/2 a+``.
+
+    Algebraically the same map as velocity Verlet, evaluated in another order, so the
+    two agree to round-off (a test checks it). Order 2, symplectic, time reversible.
+    """
+
+    name, label, order, order_variable, symplectic = ("leapfrog", "Leapfrog (KDK)", 2, 2, True)
+
+    def step(self, s, h, accel):
+        a = s.a if s.a_valid else accel(s.x, s.v)
+        s.x_prev = s.x.copy()
+        s.v += (0.5 * h) * a                     # kick
+        s.x += h * s.v                           # drift
+        a_new = accel(s.x, s.v + (0.5 * h) * a)  # velocity predicted at t + h
+        s.v += (0.5 * h) * a_new                 # kick
+        s.a, s.a_valid, s.h_prev = a_new, True, h
+
+
+class _PositionVerlet(Integrator):
+    """Shared machinery of the position-based (Störmer) Verlet family.
+
+    State is ``(x, x_prev, h_prev)``; the step differs per subclass in ``_advance``.
+
+    Start (article 001, eq. 2): ``x_prev = x0 - v0 h + a0 h^2/2``, the Taylor
+    expansion of ``x(t - h)``. With it, position Verlet at a fixed step reproduces a
+    projectile exactly; with ``x0 - v0 h`` it is off by ``a h^2/2`` forever.
+
+    Velocity estimate, from positions only: the three-point backward difference on the
+    (possibly uneven) grid ``t-h_old, t, t+h``::
+
+        d0 = (x - x_prev_old) / h_old,  d1 = (x+ - x) / h
+        v+ = d1 + (d1 - d0) * h / (h + h_old)
+
+    It is second order (``O(h^2)``, exact for constant acceleration; the plain backward
+    difference ``d1`` is only first order, ``O(h)``), and it needs no force: a particle
+    held at rest by a constraint or a floor reads ``v = 0``, not ``g h/2``.
+    """
+
+    position_based = True
+    symplectic = True
+
+    def start(self, s, h, accel):
+        a = np.asarray(accel(s.x, s.v), dtype=s.x.dtype)
+        s.x_prev = s.x - h * s.v + (0.5 * h * h) * a   # article 001, eq. (2)
+        s.a, s.a_valid, s.h_prev = a, False, h
+
+    def step(self, s, h, accel):
+        h_old = s.h_prev
+        a = accel(s.x, s.v)
+        d0 = (s.x - s.x_prev) / h_old
+        x_new = self._advance(s.x, s.x_prev, a, h, h_old)
+        d1 = (x_new - s.x) / h
+        s.x_prev = s.x
+        s.x = x_new
+        s.v = d1 + (d1 - d0) * (h / (h + h_old))
+        s.a, s.a_valid, s.h_prev = a, False, h
+
+    def fold(self, s, dx, h, h_old):
+        # x_prev is untouched by corrections, so the implied velocity already carries
+        # dx; only the estimate above must follow: d1 changes by dx/h.
+        s.v += dx * ((2.0 * h + h_old) / (h * (h + h_old)))
+
+    @staticmethod
+    def _advance(x, x_prev, a, h, h_old):
+        raise NotImplementedError
+
+
+class Verlet(_PositionVerlet):
+    """Position Verlet, no time correction: ``x+ = 2x - x_prev + a h^2``.
+
+    Order 2 at a fixed step. Under a changing step it keeps the plain formula on
+    purpose: the displacement of the last step is replayed over a step of another
+    length, an ``O(h)`` error every step, so it does not converge at all.
+    """
+
+    name, label, order, order_variable = "verlet", "Position Verlet", 2, 0
+
+    @staticmethod
+    def _advance(x, x_prev, a, h, h_old):
+        return x + (x - x_prev) + a * (h * h)
+
+
+class TimeCorrectedVerlet(_PositionVerlet):
+    """Time-Corrected Verlet exactly as article 001 publishes it (eq. 7).
+
+    ``x+ = x + (x - x_prev) (h/h_prev) + a h h``. The ratio rescales the old
+    displacement, but ``(x - x_prev)/h_prev = v - a h_prev/2 + O(h^2)``, so the
+    acceleration term should be ``a h (h + h_prev)/2``: every change of step leaves an
+    ``a h (h - h_prev)/2`` error, and under random steps it is only first order.
+    """
+
+    name, label, order, order_variable = "tcv", "TCV (as published)", 2, 1
+
+    @staticmethod
+    def _advance(x, x_prev, a, h, h_old):
+        # TCV as published: first order when h changes.
+        return x + (x - x_prev) * (h / h_old) + a * (h * h)
+
+
+class TimeCorrectedVerletFixed(_PositionVerlet):
+    """Variable-step Störmer-Verlet: ``x+ = x + (x - x_prev)(h/h_prev) + a h (h + h_prev)/2``.
+
+    From the Taylor series ``x(t ± h) = x ± v h + a h^2/2 ± j h^3/6``, eliminating ``v``.
+    Second order under any step sequence with bounded ratios, exact for constant
+    acceleration, and identical to position Verlet at a fixed step.
+    """
+
+    name, label, order, order_variable = "tcv_corrected", "TCV (corrected)", 2, 2
+
+    @staticmethod
+    def _advance(x, x_prev, a, h, h_old):
+        return x + (x - x_prev) * (h / h_old) + a * (0.5 * h * (h + h_old))
+
+
+class RK4(Integrator):
+    """Classical fourth-order Runge-Kutta on ``(x, v)``. Order 4, four evaluations a step.
+
+    Not symplectic: on an oscillator its energy decays slowly (by ``(w h)^6/72`` a step),
+    which is why it is the accuracy reference and not a game integrator.
+    """
+
+    name, label, order, order_variable, symplectic = "rk4", "Runge-Kutta 4", 4, 4, False
+    fevals = 4
+
+    def step(self, s, h, accel):
+        x, v = s.x, s.v
+        hh = 0.5 * h
+        a1 = accel(x, v)
+        v2 = v + hh * a1
+        a2 = accel(x + hh * v, v2)
+        v3 = v + hh * a2
+        a3 = accel(x + hh * v2, v3)
+        v4 = v + h * a3
+        a4 = accel(x + h * v3, v4)
+        s.x_prev = x.copy()
+        s.x += (h / 6.0) * (v + 2.0 * v2 + 2.0 * v3 + v4)
+        s.v += (h / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        s.a, s.a_valid, s.h_prev = a1, False, h
+
+
+#: Every integrator, in the order the hotkey cycles through them.
+INTEGRATORS: dict[str, Integrator] = {
+    cls.name: cls() for cls in (
+        ExplicitEuler, SymplecticEuler, VelocityVerlet, Leapfrog,
+        Verlet, TimeCorrectedVerlet, TimeCorrectedVerletFixed, RK4)
+}
+
+
+def switch(s: State, new: str | Integrator, h: float, accel: AccelFn) -> Integrator:
+    """Hand a running state to another integrator without a jump.
+
+    Positions are untouched; ``s.v`` is always valid (kept, or estimated from
+    positions to second order), and the new integrator starts from ``(s.x, s.v)``, so
+    the trajectory stays continuous to the order of the integrators involved.
+    """
+    integ = get_integrator(new)
+    integ.start(s, h, accel)
+    return integ
+
+
+def get_integrator(name: str | Integrator) -> Integrator:
+    """The registered integrator called ``name``; ``ValueError`` listing the valid names."""
+    if isinstance(name, Integrator):
+        return name
+    try:
+        return INTEGRATORS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown integrator {name!r}; valid names: {', '.join(INTEGRATORS)}") from None
+
+
+def check_steps(dts) -> np.ndarray:
+    """``dts`` as a 1-D float64 array, or ``ValueError`` naming the first bad index."""
+    arr = np.asarray(dts, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"dts must be one-dimensional, got shape {arr.shape}")
+    bad = ~(np.isfinite(arr) & (arr > 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"step dts[{i}] = {arr[i]!r} is not a positive finite number")
+    return arr
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The result of :func:`integrate`.
+
+    ``t (k+1,)`` s; ``x``, ``v`` ``(k+1, *x0.shape)``; ``nfev`` acceleration evaluations.
+    """
+
+    t: np.ndarray
+    x: np.ndarray
+    v: np.ndarray
+    nfev: int
+    method: str
+
+
+def integrate(accel: AccelFn, x0, v0, dts, method: str = "velocity_verlet",
+              t0: float = 0.0) -> Trajectory:
+    """Integrate ``x'' = accel(x, v)`` from ``(x0, v0)`` over the steps ``dts``.
+
+    ``x0`` may have any shape (``(1,)`` for a scalar oscillator, ``(n, 2)`` for
+    particles); ``accel(x, v)`` returns an array shaped like ``x``. Every step is
+    checked before anything runs: a non-positive or non-finite step raises
+    ``ValueError`` naming its index, an unknown method raises ``ValueError`` listing
+    the valid names, and the inputs are never modified.
+
+    >>> import numpy as np
+    >>> tr = integrate(lambda x, v: -x, np.array([1.0]), np.array([0.0]), [0.1] * 10, "rk4")
+    >>> tr.x.shape, tr.nfev
+    ((11, 1), 40)
+    """
+    integ = get_integrator(method)
+    hs = check_steps(dts)
+    s = State.from_xv(x0, v0)
+    shape = s.x.shape
+    nfev = 0
+
+    def counted(x, v):
+        nonlocal nfev
+        nfev += 1
+        a = np.asarray(accel(x, v), dtype=np.float64)
+        if a.shape != shape:
+            raise ValueError(f"accel returned shape {a.shape}, expected {shape} (the shape of x0)")
+        return a
+
+    k = hs.size
+    xs = np.empty((k + 1, *shape))
+    vs = np.empty((k + 1, *shape))
+    xs[0], vs[0] = s.x, s.v
+    if k:
+        integ.start(s, hs[0], counted)
+    for i in range(k):
+        integ.step(s, hs[i], counted)
+        xs[i + 1], vs[i + 1] = s.x, s.v
+    t = np.empty(k + 1)
+    t[0] = t0
+    np.cumsum(hs, out=t[1:])
+    t[1:] += t0
+    return Trajectory(t=t, x=xs, v=vs, nfev=nfev, method=integ.name)

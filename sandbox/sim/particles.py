@@ -1,0 +1,132 @@
+"""Particle state as a structure of arrays, the one thing every integrator advances.
+
+Shapes: ``x``, ``v``, ``x_prev`` and ``a`` share one shape, ``(n, d)`` for particles in
+``d`` dimensions, or any shape for the scripting API (a scalar oscillator is ``(1,)``).
+Units are SI: metres, metres per second, metres per second squared, kilograms.
+
+- ``x``       positions at the current time ``t``
+- ``v``       velocities at ``t`` (kept by velocity integrators, *estimated from
+              positions* by the position-based ones; always valid to read)
+- ``x_prev``  positions one step back, ``t - h_prev`` (position-based integrators)
+- ``a``       the last acceleration the integrator evaluated (velocity Verlet and
+              leapfrog reuse it, so they cost one force evaluation per step)
+- ``h_prev``  the previous step in seconds (Time-Corrected Verlet divides by it)
+
+``Particles`` adds the per-particle properties of a world: ``inv_mass`` (0 means
+pinned: infinite mass, never moved by forces or constraints) and ``radius``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FLOAT = np.float64
+
+
+@dataclass
+class State:
+    """Kinematic state advanced by an :class:`~sandbox.sim.integrators.Integrator`."""
+
+    x: np.ndarray
+    v: np.ndarray
+    x_prev: np.ndarray
+    a: np.ndarray
+    h_prev: float = 0.0
+    t: float = 0.0
+    a_valid: bool = False   # True while ``a`` is the acceleration at the current ``x``
+
+    @classmethod
+    def from_xv(cls, x0, v0, dtype=FLOAT) -> State:
+        """A state at rest in time: copies of ``x0`` and ``v0``; ``x_prev`` and ``a``
+        are filled by the integrator's ``start()``."""
+        x = np.array(x0, dtype=dtype, copy=True)
+        v = np.array(v0, dtype=dtype, copy=True)
+        if x.shape != v.shape:
+            raise ValueError(f"x0 has shape {x.shape} but v0 has shape {v.shape}")
+        if x.ndim == 0:
+            raise ValueError("x0 must be at least 1-dimensional, e.g. shape (1,) for a scalar")
+        return cls(x=x, v=v, x_prev=x.copy(), a=np.zeros_like(x))
+
+    def copy(self) -> State:
+        return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), self.a.copy(),
+                     self.h_prev, self.t, self.a_valid)
+
+    def restore(self, other: State) -> None:
+        """Copy ``other`` into this state in place (arrays keep their identity)."""
+        self.x[...] = other.x
+        self.v[...] = other.v
+        self.x_prev[...] = other.x_prev
+        self.a[...] = other.a
+        self.h_prev = other.h_prev
+        self.t = other.t
+        self.a_valid = other.a_valid
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.x).all() and np.isfinite(self.v).all()
+                    and np.isfinite(self.x_prev).all())
+
+
+@dataclass
+class Particles(State):
+    """A world's particles: a :class:`State` plus ``inv_mass (n,)`` 1/kg and ``radius (n,)`` m."""
+
+    inv_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @classmethod
+    def empty(cls, d: int = 2, dtype=FLOAT) -> Particles:
+        z = np.zeros((0, d), dtype=dtype)
+        return cls(x=z, v=z.copy(), x_prev=z.copy(), a=z.copy(),
+                   inv_mass=np.zeros(0, dtype=dtype), radius=np.zeros(0, dtype=dtype))
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def pinned(self) -> np.ndarray:
+        """Boolean mask ``(n,)``: pinned means ``inv_mass == 0``, nothing else."""
+        return self.inv_mass == 0
+
+    @property
+    def mass(self) -> np.ndarray:
+        """Masses ``(n,)`` in kg; ``inf`` for pinned particles."""
+        movable = self.inv_mass > 0
+        return np.where(movable, 1.0 / np.where(movable, self.inv_mass, 1.0), np.inf)
+
+    def append(self, x, v=None, inv_mass=1.0, radius=0.0) -> np.ndarray:
+        """Append particles at positions ``x (k, d)``; returns their indices ``(k,)``.
+
+        New particles start consistent: ``x_prev = x`` and ``a = 0`` until the world
+        restarts its integrator (every build goes through ``start()``).
+        """
+        x = np.atleast_2d(np.asarray(x, dtype=self.x.dtype))
+        k = x.shape[0]
+        v = np.zeros_like(x) if v is None else np.broadcast_to(np.asarray(v, self.x.dtype), x.shape)
+        start = self.n
+        self.x = np.concatenate([self.x, x])
+        self.v = np.concatenate([self.v, v])
+        self.x_prev = np.concatenate([self.x_prev, x])
+        self.a = np.concatenate([self.a, np.zeros_like(x)])
+        self.inv_mass = np.concatenate([self.inv_mass, np.broadcast_to(
+            np.asarray(inv_mass, self.x.dtype), (k,))])
+        self.radius = np.concatenate([self.radius, np.broadcast_to(
+            np.asarray(radius, self.x.dtype), (k,))])
+        return np.arange(start, start + k)
+
+
+def state_hash(*arrays: np.ndarray, scalars: tuple = ()) -> str:
+    """SHA-256 of the raw bytes of ``arrays`` and the ``repr`` of ``scalars``.
+
+    Bit-identical states give identical hashes; used by determinism tests and snapshots.
+    """
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    h.update(repr(scalars).encode())
+    return h.hexdigest()
