@@ -12,8 +12,10 @@ Units are SI: metres, metres per second, metres per second squared, kilograms.
               leapfrog reuse it, so they cost one force evaluation per step)
 - ``h_prev``  the previous step in seconds (Time-Corrected Verlet divides by it)
 
-``Particles`` adds the per-particle properties of a world: ``inv_mass`` (0 means
-pinned: infinite mass, never moved by forces or constraints) and ``radius``.
+``Particles`` adds the per-particle properties of a world: ``mass`` (kg, always finite:
+a pinned planet still attracts its moons), ``inv_mass`` (the *dynamic* inverse mass:
+0 means pinned, never moved by forces or constraints; unpinning restores ``1/mass``)
+and ``radius`` (m).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class State:
         return cls(x=x, v=v, x_prev=x.copy(), a=np.zeros_like(x))
 
     def copy(self) -> State:
+        """A deep copy of the kinematic state (a world backs up before every step)."""
         return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), self.a.copy(),
                      self.h_prev, self.t, self.a_valid)
 
@@ -71,15 +74,16 @@ class State:
 
 @dataclass
 class Particles(State):
-    """A world's particles: a :class:`State` plus ``inv_mass (n,)`` 1/kg and ``radius (n,)`` m."""
+    """A world's particles: a :class:`State` plus ``mass``, ``inv_mass`` and ``radius (n,)``."""
 
+    mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
     inv_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
     radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def empty(cls, d: int = 2, dtype=FLOAT) -> Particles:
         z = np.zeros((0, d), dtype=dtype)
-        return cls(x=z, v=z.copy(), x_prev=z.copy(), a=z.copy(),
+        return cls(x=z, v=z.copy(), x_prev=z.copy(), a=z.copy(), mass=np.zeros(0, dtype=dtype),
                    inv_mass=np.zeros(0, dtype=dtype), radius=np.zeros(0, dtype=dtype))
 
     @property
@@ -92,13 +96,13 @@ class Particles(State):
         return self.inv_mass == 0
 
     @property
-    def mass(self) -> np.ndarray:
-        """Masses ``(n,)`` in kg; ``inf`` for pinned particles."""
-        movable = self.inv_mass > 0
-        return np.where(movable, 1.0 / np.where(movable, self.inv_mass, 1.0), np.inf)
+    def movable(self) -> np.ndarray:
+        return self.inv_mass > 0
 
-    def append(self, x, v=None, inv_mass=1.0, radius=0.0) -> np.ndarray:
+    def append(self, x, v=None, mass=1.0, radius=0.0, pinned=False) -> np.ndarray:
         """Append particles at positions ``x (k, d)``; returns their indices ``(k,)``.
+
+        ``mass`` (kg, > 0), ``radius`` (m) and ``pinned`` broadcast over the new rows.
 
         New particles start consistent: ``x_prev = x`` and ``a = 0`` until the world
         restarts its integrator (every build goes through ``start()``).
@@ -111,8 +115,12 @@ class Particles(State):
         self.v = np.concatenate([self.v, v])
         self.x_prev = np.concatenate([self.x_prev, x])
         self.a = np.concatenate([self.a, np.zeros_like(x)])
-        self.inv_mass = np.concatenate([self.inv_mass, np.broadcast_to(
-            np.asarray(inv_mass, self.x.dtype), (k,))])
+        m = np.broadcast_to(np.asarray(mass, self.x.dtype), (k,))
+        if not (np.isfinite(m).all() and (m > 0).all()):
+            raise ValueError("particle masses must be positive and finite")
+        pin = np.broadcast_to(np.asarray(pinned, bool), (k,))
+        self.mass = np.concatenate([self.mass, m])
+        self.inv_mass = np.concatenate([self.inv_mass, np.where(pin, 0.0, 1.0 / m)])
         self.radius = np.concatenate([self.radius, np.broadcast_to(
             np.asarray(radius, self.x.dtype), (k,))])
         return np.arange(start, start + k)

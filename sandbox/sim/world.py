@@ -1,0 +1,462 @@
+"""The world: particles, forces, constraints and the one canonical step pipeline.
+
+``World.step(h)`` reads as the script of a frame's physics::
+
+    for each of `substeps` substeps hs = h / substeps:
+        integrator.step(particles, hs, accel)        forces evaluated inside
+        kinematic rows (grabbed) set by the world      pinned rows never move: inv_mass 0
+        repeat `iterations`: constraints.project(); contacts (bounds, particle pairs)
+        integrator.fold(corrections)                   into v for integrators that keep it
+    non-finite state -> restore the state from before the step, raise SimulationDiverged
+    tearing
+
+Configuration is a frozen :class:`WorldConfig`; a hotkey makes a new one with
+``dataclasses.replace`` and hands it to :meth:`World.configure`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_write_bytes
+from .constraints import Constraints, colouring_is_valid
+from .forces import PressureBody, Springs, nbody_potential, point_gravity, scatter_add
+from .integrators import INTEGRATORS, Integrator, get_integrator
+from .particles import Particles, state_hash
+
+
+class SimulationDiverged(RuntimeError):
+    """The state became non-finite (or exploded); the world was left as before the step."""
+
+    def __init__(self, t: float, integrator: str, h: float, reason: str = "non-finite state"):
+        self.t, self.integrator, self.h, self.reason = t, integrator, h, reason
+        super().__init__(f"simulation diverged at t = {t:.4f} s with {integrator}, "
+                         f"h = {h * 1e3:.3f} ms: {reason}")
+
+
+class SnapshotError(ValueError):
+    """A snapshot file could not be read; the running world is unchanged."""
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """World settings; SI units, y up.
+
+    ``tear_ratio`` 0 never tears, else a constraint breaks beyond ``ratio * rest``.
+    ``G`` > 0 switches on softened n-body gravity between all particles (``softening``
+    m). ``bounds`` ``(xmin, ymin, xmax, ymax)`` is a box that particles stay inside.
+    """
+
+    gravity: tuple[float, float] = (0.0, -9.81)
+    integrator: str = "tcv_corrected"
+    iterations: int = 10
+    substeps: int = 1
+    tear_ratio: float = 0.0
+    drag: float = 0.0
+    G: float = 0.0
+    softening: float = 0.01
+    bounds: tuple[float, float, float, float] | None = None
+    restitution: float = 0.0
+    friction: float = 0.0
+    collide_particles: bool = False
+    dtype: str = "float64"
+
+    def __post_init__(self):
+        get_integrator(self.integrator)            # ValueError listing the valid names
+        if self.iterations < 0 or self.substeps < 1:
+            raise ValueError("iterations must be >= 0 and substeps >= 1")
+        if self.dtype not in ("float64", "float32"):
+            raise ValueError("dtype must be 'float64' or 'float32'")
+
+
+@dataclass
+class Body:
+    """What a builder added: a name, its particle and constraint index ranges."""
+
+    kind: str
+    particles: np.ndarray
+    constraints: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+class World:
+    """Particles, the forces on them, their constraints, and time."""
+
+    def __init__(self, config: WorldConfig | None = None, **kwargs) -> None:
+        self.config = config or WorldConfig(**kwargs)
+        dtype = np.dtype(self.config.dtype)
+        self.particles = Particles.empty(2, dtype)
+        self.constraints = Constraints()
+        self.springs = Springs()
+        self.pressure: list[PressureBody] = []
+        self.bodies: list[Body] = []
+        self.integrator: Integrator = get_integrator(self.config.integrator)
+        self.grabbed: dict[int, np.ndarray] = {}   # particle -> target position
+        self._grab_inv_mass: dict[int, float] = {}
+        self.steps = 0
+        self.torn = 0
+        self.started = False
+
+    # --- building -----------------------------------------------------------------------
+
+    @property
+    def t(self) -> float:
+        return self.particles.t
+
+    @property
+    def n(self) -> int:
+        return self.particles.n
+
+    def add_particles(self, x, v=None, mass=1.0, radius=0.0, pinned=False) -> np.ndarray:
+        self.started = False
+        return self.particles.append(x, v, mass=mass, radius=radius, pinned=pinned)
+
+    def add_constraints(self, i, j, rest=None, compliance=0.0, kind="stick",
+                        colour=None) -> np.ndarray:
+        return self.constraints.add(i, j, self.particles.x, rest=rest, compliance=compliance,
+                                    kind=kind, colour=colour)
+
+    def add_springs(self, i, j, k, c=0.0, rest=None) -> np.ndarray:
+        return self.springs.add(i, j, k, c, rest=rest, x=self.particles.x)
+
+    def add_pressure(self, ring, pressure: float) -> PressureBody:
+        ring = np.asarray(ring, np.int64)
+        body = PressureBody(ring, 0.0, 1.0)
+        area0 = body.area(self.particles.x)
+        if area0 <= 0:
+            raise ValueError("a pressure ring must be counter-clockwise with positive area")
+        body.nrt, body.area0 = pressure * area0, area0
+        self.pressure.append(body)
+        return body
+
+    def start(self, h: float) -> None:
+        """(Re)start the integrator from the current ``(x, v)`` for steps of about ``h``."""
+        self.integrator.start(self.particles, h, self.accel)
+        self.started = True
+
+    def configure(self, config: WorldConfig, h: float | None = None) -> None:
+        """Adopt a new configuration; a new integrator takes over without a jump."""
+        old = self.config
+        self.config = config
+        if config.integrator != old.integrator or not self.started:
+            self.integrator = get_integrator(config.integrator)
+            self.start(h or self.particles.h_prev or 1 / 60)
+
+    def set_integrator(self, name: str, h: float | None = None) -> None:
+        self.configure(dataclasses.replace(self.config, integrator=name), h)
+
+    # --- forces -------------------------------------------------------------------------
+
+    def accel(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned/grabbed rows."""
+        p, cfg = self.particles, self.config
+        a = np.empty_like(x)
+        a[:] = cfg.gravity
+        if cfg.drag:
+            a -= cfg.drag * v
+        if cfg.G:
+            a += point_gravity(x, p.mass, cfg.G, cfg.softening)
+        if len(self.springs) or self.pressure:
+            f = self.springs.force(x, v)
+            for body in self.pressure:
+                body.force(x, f)
+            a += f * p.inv_mass[:, None]
+        a *= (p.inv_mass > 0)[:, None]
+        return a
+
+    # --- stepping -----------------------------------------------------------------------
+
+    def step(self, h: float) -> None:
+        """Advance by ``h`` seconds (one frame's step); see the module docstring."""
+        if not (isinstance(h, (int, float, np.floating)) and math.isfinite(h) and h > 0):
+            raise ValueError(f"step h must be a positive finite number, got {h!r}")
+        if not self.started:
+            self.start(h)
+        p = self.particles
+        backup = (p.copy(), p.inv_mass.copy())
+        hs = h / self.config.substeps
+        try:
+            with np.errstate(all="ignore"):
+                for _ in range(self.config.substeps):
+                    self._substep(hs)
+        except FloatingPointError:        # pragma: no cover - errstate ignores them
+            pass
+        if not p.is_finite():
+            p.restore(backup[0])
+            p.inv_mass[:] = backup[1]
+            raise SimulationDiverged(p.t, self.integrator.name, h)
+        self.torn += self.constraints.tear(p.x, self.config.tear_ratio)
+        self.steps += 1
+
+    def _substep(self, hs: float) -> None:
+        p, cfg = self.particles, self.config
+        h_old = p.h_prev
+        x_old = p.x.copy()
+        self.integrator.step(p, hs, self.accel)
+        if self.grabbed:
+            idx = np.fromiter(self.grabbed, np.int64)
+            target = np.array([self.grabbed[k] for k in idx], dtype=p.x.dtype)
+            p.x[idx] = target
+            p.v[idx] = (target - x_old[idx]) / hs
+            p.a_valid = False
+        has_contacts = cfg.bounds is not None or cfg.collide_particles
+        if len(self.constraints) or has_contacts:
+            x_pred = p.x.copy()
+            lam = np.zeros(len(self.constraints))
+            for _ in range(max(cfg.iterations, 1)):
+                self.constraints.project(p.x, p.inv_mass, hs, lam)
+                if cfg.collide_particles:
+                    self._collide_particles()
+                if cfg.bounds is not None:
+                    self._clamp_bounds()
+            dx = p.x - x_pred
+            if self.grabbed:
+                dx[idx] = 0.0
+            self.integrator.fold(p, dx, hs, h_old)
+        p.t += hs
+
+    def _clamp_bounds(self) -> None:
+        """Keep particles inside the bounds box (radius included), moving no pinned one."""
+        p = self.particles
+        xmin, ymin, xmax, ymax = self.config.bounds
+        lo = np.stack([xmin + p.radius, ymin + p.radius], axis=1)
+        hi = np.stack([xmax - p.radius, ymax - p.radius], axis=1)
+        movable = (p.inv_mass > 0)[:, None]
+        np.copyto(p.x, np.clip(p.x, lo, hi), where=movable)
+
+    def _collide_particles(self) -> None:
+        """Push overlapping particle pairs apart (all pairs; for small piles and cradles)."""
+        p = self.particles
+        n = p.n
+        if n < 2 or n > 2000:
+            return
+        i, j = np.triu_indices(n, 1)
+        d = p.x[j] - p.x[i]
+        dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+        overlap = p.radius[i] + p.radius[j] - dist
+        hit = (overlap > 0) & (dist > 1e-12)
+        if not hit.any():
+            return
+        i, j, d, dist, overlap = i[hit], j[hit], d[hit], dist[hit], overlap[hit]
+        wi, wj = p.inv_mass[i], p.inv_mass[j]
+        wsum = wi + wj
+        ok = wsum > 0
+        s = np.where(ok, overlap / np.where(ok, wsum, 1.0), 0.0) / dist
+        corr = s[:, None] * d
+        # Jacobi: a particle may touch several others; bincount sums all its corrections.
+        delta = np.zeros_like(p.x)
+        scatter_add(delta, i, -wi[:, None] * corr)
+        scatter_add(delta, j, wj[:, None] * corr)
+        p.x += delta
+
+    # --- interaction --------------------------------------------------------------------
+
+    def nearest(self, point, radius: float) -> int | None:
+        """Index of the particle nearest ``point`` within ``radius`` m, or None."""
+        if not self.n:
+            return None
+        d2 = np.sum((self.particles.x - np.asarray(point, float)) ** 2, axis=1)
+        k = int(np.argmin(d2))
+        return k if d2[k] <= radius * radius else None
+
+    def grab(self, k: int, target=None) -> None:
+        """Hold particle ``k`` kinematically at ``target`` (its own position by default)."""
+        p = self.particles
+        if k not in self.grabbed:
+            self._grab_inv_mass[k] = float(p.inv_mass[k])
+            p.inv_mass[k] = 0.0
+        self.grabbed[k] = np.array(p.x[k] if target is None else target, float)
+
+    def drag_to(self, target) -> None:
+        for k in self.grabbed:
+            self.grabbed[k] = np.asarray(target, float)
+
+    def release(self) -> None:
+        """Let go of every grabbed particle; it keeps the velocity the mouse gave it."""
+        for k, w in self._grab_inv_mass.items():
+            self.particles.inv_mass[k] = w
+        self.grabbed.clear()
+        self._grab_inv_mass.clear()
+        self.particles.a_valid = False
+
+    def toggle_pin(self, k: int) -> bool:
+        """Pin or unpin particle ``k``; returns True if it is now pinned."""
+        p = self.particles
+        pinned = p.inv_mass[k] == 0
+        p.inv_mass[k] = 1.0 / p.mass[k] if pinned else 0.0
+        if not pinned:                      # now pinned: at rest where it is
+            p.v[k] = 0.0
+            p.x_prev[k] = p.x[k]
+        p.a_valid = False
+        return not pinned
+
+    def cut(self, a, b) -> int:
+        """Cut every constraint that the segment ``a b`` (m) crosses; returns the count."""
+        return self.constraints.cut(self.particles.x, a, b)
+
+    # --- measuring ----------------------------------------------------------------------
+
+    def energy(self) -> dict[str, float]:
+        """Energies in J: kinetic, gravity, nbody, elastic (springs, compliance, gas)."""
+        p, cfg = self.particles, self.config
+        movable = p.inv_mass > 0
+        m = np.where(movable, p.mass, 0.0)
+        ke = 0.5 * float(np.sum(m * np.einsum("ij,ij->i", p.v, p.v)))
+        g = np.asarray(cfg.gravity, float)
+        pe_g = -float(np.sum(m * (p.x @ g)))
+        pe_n = nbody_potential(p.x, p.mass, cfg.G, cfg.softening) if cfg.G else 0.0
+        elastic = self.springs.potential(p.x) + self.constraints.potential(p.x)
+        elastic += sum(b.potential(p.x) for b in self.pressure)
+        potential = pe_g + pe_n + elastic
+        return {"kinetic": ke, "gravity": pe_g, "nbody": pe_n, "elastic": elastic,
+                "potential": potential, "total": ke + potential}
+
+    def constraint_error(self) -> tuple[float, float]:
+        """Mean and max relative stretch of the constraints."""
+        return self.constraints.error(self.particles.x)
+
+    def state_hash(self) -> str:
+        p, c = self.particles, self.constraints
+        return state_hash(p.x, p.v, p.x_prev, p.mass, p.inv_mass, p.radius, c.i, c.j, c.rest,
+                          c.compliance, c.kind, scalars=(p.t, p.h_prev, self.integrator.name))
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    _ARRAYS = {"x": 2, "v": 2, "x_prev": 2, "a": 2, "mass": 1, "inv_mass": 1, "radius": 1}
+    _CARRAYS = {"i": "int64", "j": "int64", "rest": "float64", "compliance": "float64",
+                "kind": "int8", "colour": "int64"}
+    _SARRAYS = {"i": "int64", "j": "int64", "k": "float64", "c": "float64", "rest": "float64"}
+
+    def save(self, path) -> None:
+        """Write the full state to ``path`` (.npz, no pickles), atomically."""
+        p, c, s = self.particles, self.constraints, self.springs
+        release = dict(self._grab_inv_mass)
+        inv_mass = p.inv_mass.copy()
+        for k, w in release.items():
+            inv_mass[k] = w                        # a grab is not part of the state
+        arrays = {f"p_{k}": getattr(p, k) for k in self._ARRAYS}
+        arrays["p_inv_mass"] = inv_mass
+        arrays.update({f"c_{k}": getattr(c, k) for k in self._CARRAYS})
+        arrays.update({f"s_{k}": getattr(s, k) for k in self._SARRAYS})
+        for n_, b in enumerate(self.pressure):
+            arrays[f"g_ring{n_}"] = b.ring
+            arrays[f"g_meta{n_}"] = np.array([b.nrt, b.area0])
+        meta = {"format": "verlet-sandbox snapshot", "version": 1,
+                "config": dataclasses.asdict(self.config), "t": p.t, "h_prev": p.h_prev,
+                "a_valid": bool(p.a_valid), "steps": self.steps, "torn": self.torn,
+                "pressure": len(self.pressure)}
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        atomic_write_bytes(path, buf.getvalue())
+
+    def load(self, path) -> None:
+        """Replace the state with a snapshot; on any problem raise SnapshotError and keep
+        the running world exactly as it was. Never unpickles."""
+        path = Path(path)
+        try:
+            new = self._read_snapshot(path)
+        except SnapshotError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError,
+                UnicodeDecodeError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+            raise SnapshotError(f"{path}: not a readable snapshot ({e})") from None
+        (self.config, self.particles, self.constraints, self.springs, self.pressure,
+         self.steps, self.torn) = new
+        self.integrator = get_integrator(self.config.integrator)
+        self.grabbed.clear()
+        self._grab_inv_mass.clear()
+        self.started = True
+
+    def _read_snapshot(self, path: Path):
+        def bad(msg):
+            return SnapshotError(f"{path}: {msg}")
+
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        if "meta" not in data:
+            raise bad("missing 'meta': not a sandbox snapshot")
+        meta = json.loads(bytes(data["meta"].astype(np.uint8)).decode())
+        if meta.get("format") != "verlet-sandbox snapshot" or meta.get("version") != 1:
+            raise bad("unknown snapshot format or version")
+        cfg = dict(meta["config"])
+        for k in ("gravity", "bounds"):
+            if cfg.get(k) is not None:
+                cfg[k] = tuple(cfg[k])
+        try:
+            config = WorldConfig(**cfg)
+        except (TypeError, ValueError) as e:
+            raise bad(f"config: {e}") from None
+        dtype = np.dtype(config.dtype)
+        arr = {}
+        for k, nd in self._ARRAYS.items():
+            a = data.get(f"p_{k}")
+            if a is None:
+                raise bad(f"missing array p_{k}")
+            if a.dtype.kind != "f" or a.ndim != nd:
+                raise bad(f"p_{k}: expected a float array with {nd} dimensions")
+            if not np.isfinite(a).all():
+                raise bad(f"p_{k}: contains non-finite values")
+            arr[k] = a.astype(dtype)
+        n = arr["x"].shape[0]
+        for k in self._ARRAYS:
+            expected = (n, 2) if self._ARRAYS[k] == 2 else (n,)
+            if arr[k].shape != expected:
+                raise bad(f"p_{k}: expected shape {expected}, got {arr[k].shape}")
+        if (arr["mass"] <= 0).any() or (arr["inv_mass"] < 0).any():
+            raise bad("masses must be positive and inverse masses >= 0")
+        p = Particles(x=arr["x"], v=arr["v"], x_prev=arr["x_prev"], a=arr["a"],
+                      h_prev=float(meta["h_prev"]), t=float(meta["t"]),
+                      a_valid=bool(meta["a_valid"]), mass=arr["mass"],
+                      inv_mass=arr["inv_mass"], radius=arr["radius"])
+        if not (math.isfinite(p.h_prev) and p.h_prev > 0 and math.isfinite(p.t)):
+            raise bad("h_prev must be positive and t finite")
+
+        def read_group(prefix, spec):
+            out = {}
+            m = None
+            for k, dt in spec.items():
+                a = data.get(f"{prefix}_{k}")
+                if a is None or a.ndim != 1:
+                    raise bad(f"missing or malformed array {prefix}_{k}")
+                if m is None:
+                    m = a.size
+                if a.size != m:
+                    raise bad(f"{prefix}_{k}: expected {m} entries, got {a.size}")
+                if a.dtype.kind == "f" and not np.isfinite(a).all():
+                    raise bad(f"{prefix}_{k}: contains non-finite values")
+                out[k] = a.astype(dt)
+            for k in ("i", "j"):
+                if out[k].size and (out[k].min() < 0 or out[k].max() >= n):
+                    raise bad(f"{prefix}_{k}: particle index out of range 0..{n - 1}")
+            return out
+
+        c = Constraints(**read_group("c", self._CARRAYS))
+        if not colouring_is_valid(c.i, c.j, c.colour):
+            raise bad("constraint colouring shares a particle within a batch")
+        s = Springs(**read_group("s", self._SARRAYS))
+        pressure = []
+        for g in range(int(meta.get("pressure", 0))):
+            ring = data.get(f"g_ring{g}")
+            gm = data.get(f"g_meta{g}")
+            if ring is None or gm is None or gm.shape != (2,) or ring.ndim != 1:
+                raise bad(f"pressure body {g} is malformed")
+            if ring.size and (ring.min() < 0 or ring.max() >= n):
+                raise bad(f"pressure body {g}: particle index out of range")
+            if not (np.isfinite(gm).all() and gm[1] > 0):
+                raise bad(f"pressure body {g}: expected finite nRT and a positive area")
+            pressure.append(PressureBody(ring.astype(np.int64), float(gm[0]), float(gm[1])))
+        return (config, p, c, s, pressure, int(meta.get("steps", 0)),
+                int(meta.get("torn", 0)))
+
+
+def integrator_names() -> list[str]:
+    return list(INTEGRATORS)
