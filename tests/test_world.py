@@ -330,3 +330,13 @@ def test_switching_integrator_in_a_world_keeps_positions():
         assert np.array_equal(w.particles.x, x)
         w.step(1 / 60)
         assert np.isfinite(w.particles.x).all()
+
+
+def test_constraint_error_falls_like_1_over_iterations_and_1_over_substeps_squared():
+    from sandbox.lab.stiffness import settle_error
+    it2, it8 = settle_error("rope", 1, 2, 3.0)[1], settle_error("rope", 1, 8, 3.0)[1]
+    sb2, sb8 = settle_error("rope", 2, 1, 3.0)[1], settle_error("rope", 8, 1, 3.0)[1]
+    # Gauss-Seidel on a chain leaves a residual ~ 1/K after K iterations; a substep
+    # divides h, and the residual stretch scales with the per-step load g h^2, so ~1/S^2.
+    assert np.log(it2 / it8) / np.log(4) == pytest.approx(1.0, abs=0.2)
+    assert np.log(sb2 / sb8) / np.log(4) == pytest.approx(2.0, abs=0.2)

@@ -166,8 +166,38 @@ def run_convergence(ctx: Context) -> Result:
     return Result("convergence", files, out_text, numbers)
 
 
+def _stiff_job(scene: str, substeps: int, iterations: int, seconds: float):
+    from .stiffness import settle_error
+    return settle_error(scene, substeps, iterations, seconds)
+
+
+def run_constraints(ctx: Context) -> Result:
+    """Constraint error against iterations and substeps at equal cost."""
+    from . import stiffness
+    passes = (1, 2, 5) if ctx.quick else (1, 2, 5, 10, 20)
+    seconds = 3.0 if ctx.quick else 10.0
+    jobs = [(scene, sub, it, seconds) for scene in stiffness.SCENES for p in passes
+            for sub, it in ((1, p), (p, 1))]
+    errs = parallel_map(ctx, _stiff_job, jobs, "constraints")
+    rows = [{"scene": j[0], "passes": j[1] * j[2], "substeps": j[1], "iterations": j[2],
+             "mean": e[0], "max": e[1]} for j, e in zip(jobs, errs, strict=True)]
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    table = [[r["scene"], r["passes"], r["substeps"], r["iterations"], f"{r['mean']:.2e}",
+              f"{r['max']:.2e}"] for r in rows]
+    header = ["scene", "passes", "substeps", "iterations", "mean stretch", "max stretch"]
+    text = ("Settled constraint error (relative stretch) against solver passes per frame:\n"
+            + format_table(header, table))
+    ctx.echo(text)
+    files = [write_csv(ctx.out / "constraints.csv", header,
+                       [[r["scene"], r["passes"], r["substeps"], r["iterations"],
+                         float(r["mean"]), float(r["max"])] for r in rows]),
+             stiffness.figure(rows, ctx.out / "constraints.png")]
+    return Result("constraints", files, text)
+
+
 EXPERIMENTS: dict[str, Callable[[Context], Result]] = {
     "convergence": run_convergence,
+    "constraints": run_constraints,
 }
 
 
