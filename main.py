@@ -42,6 +42,16 @@ def cmd_experiment(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from sandbox.headless import run_check
+    return run_check(args.files)
+
+
+def cmd_simulate(args) -> int:
+    from sandbox.headless import run_simulate
+    return run_simulate(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main.py", description=(
         "Verlet Sandbox: an interactive 2D particle sandbox that shows why integrators "
@@ -66,6 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
     ex.add_argument("--quick", action="store_true", help="reduced sizes, for a smoke run")
     ex.set_defaults(func=cmd_experiment)
+
+    check = sub.add_parser("check", help="validate level files; one line per file or error")
+    check.add_argument("files", nargs="*", metavar="FILE",
+                       help="level files or names (default: every shipped level)")
+    check.set_defaults(func=cmd_check)
+
+    sim = sub.add_parser("simulate", help="run a level headless and save t, x, v, energy (.npz)")
+    sim.add_argument("level", help="level file or name")
+    sim.add_argument("--steps", type=int, required=True, metavar="N",
+                     help="number of frames to simulate (each may plan several steps)")
+    sim.add_argument("--integrator", default=None, help="override the level's integrator")
+    sim.add_argument("--timestep", default=None, metavar="MODE",
+                     help="override the level's timestep mode")
+    sim.add_argument("--dt", type=float, default=None, metavar="H",
+                     help="frame time fed to the timestep policy, s (default: the level's h)")
+    sim.add_argument("--seed", type=int, default=None, help="override the level's seed")
+    sim.add_argument("--out", required=True, metavar="FILE.npz", help="output file")
+    sim.set_defaults(func=cmd_simulate)
     return p
 
 
