@@ -340,3 +340,22 @@ def test_constraint_error_falls_like_1_over_iterations_and_1_over_substeps_squar
     # divides h, and the residual stretch scales with the per-step load g h^2, so ~1/S^2.
     assert np.log(it2 / it8) / np.log(4) == pytest.approx(1.0, abs=0.2)
     assert np.log(sb2 / sb8) / np.log(4) == pytest.approx(2.0, abs=0.2)
+
+
+def test_compiled_constraint_kernel_matches_the_numpy_reference():
+    from sandbox.sim import kernels
+    if not kernels.AVAILABLE:
+        pytest.skip("numba is not installed: only the numpy reference runs")
+    worlds = []
+    for backend in ("numpy", "numba"):
+        w = World(WorldConfig(iterations=3, substeps=2, tear_ratio=1.3))
+        B.build_cloth(w, 15, 12, 0.1, pins="top_points", shear=True, bend=True,
+                      compliance=1e-6)
+        B.build_rope(w, (3, 0), (5, 0), 12, kind="rope")
+        w.constraints.backend = backend
+        settle(w, 1.0)
+        worlds.append(w)
+    a, b = worlds
+    # Same arithmetic in the same order: equal to round-off (in practice bit for bit).
+    np.testing.assert_allclose(a.particles.x, b.particles.x, rtol=0, atol=1e-12)
+    assert len(a.constraints) == len(b.constraints)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import kernels
+
 STICK, ROPE = 0, 1
 KINDS = {"stick": STICK, "rope": ROPE}
 
@@ -66,7 +68,10 @@ class Constraints:
     compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     colour: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: "numba" (compiled kernel), "numpy" (the reference) or "auto" (numba if installed)
+    backend: str = "auto"
     _batches: list[np.ndarray] | None = None
+    _flat: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self.i.size
@@ -80,6 +85,15 @@ class Constraints:
             cuts = np.flatnonzero(np.diff(cols)) + 1
             self._batches = [b for b in np.split(order, cuts) if b.size]
         return self._batches
+
+    def _flat_batches(self) -> tuple[np.ndarray, np.ndarray]:
+        """The batches as one index array and offsets, for the compiled kernel."""
+        if self._flat is None:
+            bs = self.batches
+            order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
+            offsets = np.concatenate([[0], np.cumsum([b.size for b in bs])]).astype(np.int64)
+            self._flat = (order.astype(np.int64), offsets)
+        return self._flat
 
     def add(self, i, j, x: np.ndarray, rest=None, compliance=0.0, kind="stick",
             colour=None) -> np.ndarray:
@@ -116,7 +130,7 @@ class Constraints:
         self.colour = np.concatenate([self.colour, new_colour])
         if not colouring_is_valid(self.i, self.j, self.colour):
             self.colour = greedy_colouring(self.i, self.j, x.shape[0])
-        self._batches = None
+        self._batches = self._flat = None
         return np.arange(start, start + k)
 
     def remove(self, mask: np.ndarray) -> int:
@@ -127,17 +141,30 @@ class Constraints:
             keep = ~mask
             for name in ("i", "j", "rest", "compliance", "kind", "colour"):
                 setattr(self, name, getattr(self, name)[keep])
-            self._batches = None
+            self._batches = self._flat = None
         return count
 
     # --- solving ------------------------------------------------------------------------
 
     def project(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
-        """One XPBD Gauss-Seidel sweep over the colour batches, in place on ``x (n, d)``.
+        """One XPBD Gauss-Seidel sweep over the colour batches, in place on ``x (n, 2)``.
 
         ``w (n,)`` inverse masses (0 = pinned or grabbed), ``h`` the (sub)step in s,
-        ``lam (m,)`` the Lagrange multipliers accumulated in this step.
+        ``lam (m,)`` the Lagrange multipliers accumulated in this step. Runs the compiled
+        kernel when available (``backend``), else :meth:`project_numpy`.
         """
+        if not len(self):
+            return
+        use = self.backend == "numba" or (self.backend == "auto" and kernels.AVAILABLE)
+        if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous:
+            order, offsets = self._flat_batches()
+            kernels.project_batches(x, w, self.i, self.j, self.rest, self.compliance,
+                                    self.kind, order, offsets, 1.0 / (h * h), lam)
+            return
+        self.project_numpy(x, w, h, lam)
+
+    def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
+        """The numpy reference of :meth:`project`: one fancy-indexed update per batch."""
         inv_h2 = 1.0 / (h * h)
         for b in self.batches:
             ci, cj = self.i[b], self.j[b]
