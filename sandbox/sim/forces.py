@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import kernels
+
 
 def scatter_add(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
     """``out[idx] += vals`` correct for repeated indices; ``out (n, d)``, ``vals (k, d)``."""
@@ -22,7 +24,7 @@ def scatter_add(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
 
 
 def point_gravity(x: np.ndarray, m: np.ndarray, G: float, eps: float,
-                  block: int = 256) -> np.ndarray:
+                  block: int = 256, backend: str = "auto") -> np.ndarray:
     """Softened Newtonian gravity of every particle on every other.
 
     ``x (n, d)`` m, ``m (n,)`` kg -> ``a (n, d)`` m/s^2 with
@@ -35,6 +37,11 @@ def point_gravity(x: np.ndarray, m: np.ndarray, G: float, eps: float,
     if n < 2 or G == 0:
         return a
     e2 = eps * eps
+    use = backend == "numba" or (backend == "auto" and kernels.AVAILABLE)
+    if use and x.ndim == 2 and x.shape[1] == 2 and n >= 64:
+        kernels.point_gravity(np.ascontiguousarray(x, np.float64),
+                              np.ascontiguousarray(m, np.float64), float(G), e2, a)
+        return a
     for s in range(0, n, block):
         d = x[None, :, :] - x[s:s + block, None, :]          # (b, n, d): x_j - x_i
         r2 = np.einsum("bnk,bnk->bn", d, d) + e2

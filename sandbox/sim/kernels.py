@@ -59,8 +59,34 @@ if AVAILABLE:
         x[i, 1] -= wi * cy
         x[j, 0] += wj * cx
         x[j, 1] += wj * cy
+
+    @njit(cache=True, fastmath=False)
+    def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
+        """Softened all-pairs gravity (see ``forces.point_gravity``), into ``out (n, 2)``.
+
+        Each particle sums over all others in index order, as the numpy reference does
+        row by row; ``j == i`` contributes nothing because its difference is zero.
+        """
+        n = x.shape[0]
+        for i in range(n):
+            ax = 0.0
+            ay = 0.0
+            xi = x[i, 0]
+            yi = x[i, 1]
+            for j in range(n):
+                dx = x[j, 0] - xi
+                dy = x[j, 1] - yi
+                r2 = dx * dx + dy * dy + e2
+                if r2 == 0.0:
+                    continue
+                w = m[j] / (r2 * math.sqrt(r2))
+                ax += w * dx
+                ay += w * dy
+            out[i, 0] = G * ax
+            out[i, 1] = G * ay
 else:  # pragma: no cover
     project_batches = None
+    point_gravity = None
 
 
 def warm_up() -> None:
@@ -72,3 +98,4 @@ def warm_up() -> None:
     project_batches(x, np.ones(2), np.array([0]), np.array([1]), np.array([0.5]),
                     np.zeros(1), np.zeros(1, np.int8), np.array([0]), np.array([0, 1]),
                     3600.0, np.zeros(1))
+    point_gravity(x, np.ones(2), 1.0, 0.01, np.zeros((2, 2)))
