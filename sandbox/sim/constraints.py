@@ -86,13 +86,17 @@ class Constraints:
             self._batches = [b for b in np.split(order, cuts) if b.size]
         return self._batches
 
-    def _flat_batches(self) -> tuple[np.ndarray, np.ndarray]:
-        """The batches as one index array and offsets, for the compiled kernel."""
+    def _flat_batches(self) -> tuple:
+        """Copies of the constraint arrays sorted batch after batch, for the kernel.
+
+        Streaming contiguous arrays instead of gathering through an index list is what
+        makes the compiled sweep memory friendly; ``lam`` is then kept in this order.
+        """
         if self._flat is None:
             bs = self.batches
             order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
-            offsets = np.concatenate([[0], np.cumsum([b.size for b in bs])]).astype(np.int64)
-            self._flat = (order.astype(np.int64), offsets)
+            self._flat = (self.i[order], self.j[order], self.rest[order],
+                          self.compliance[order], self.kind[order])
         return self._flat
 
     def add(self, i, j, x: np.ndarray, rest=None, compliance=0.0, kind="stick",
@@ -157,9 +161,9 @@ class Constraints:
             return
         use = self.backend == "numba" or (self.backend == "auto" and kernels.AVAILABLE)
         if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous:
-            order, offsets = self._flat_batches()
-            kernels.project_batches(x, w, self.i, self.j, self.rest, self.compliance,
-                                    self.kind, order, offsets, 1.0 / (h * h), lam)
+            # ``lam`` is private to a step: the kernel keeps it in batch order.
+            fi, fj, frest, fcomp, fkind = self._flat_batches()
+            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, 1.0 / (h * h), lam)
             return
         self.project_numpy(x, w, h, lam)
 
