@@ -1,0 +1,325 @@
+"""On-screen text and graphs: the HUD panel, the live energy graph, the help overlay
+generated from the keymap, the divergence banner and transient messages.
+
+The energy graph keeps a ring buffer of samples (kinetic, potential, total and the
+ghost's total). When the integrator or the timestep mode changes it starts a new
+*segment*: a vertical marker is drawn where the change happened, the drift is measured
+from the total at that moment, and the vertical scale follows the new segment only
+(older samples scroll off to the left, clipped to the panel).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pygame
+
+from .keymap import MOUSE_HELP, help_lines
+from .render import STRAIN_LABELS, STRAIN_RGB
+
+TEXT = (222, 226, 235)
+DIM = (150, 156, 172)
+KEY = (255, 214, 90)
+WARN = (255, 120, 90)
+PANEL = (8, 10, 14, 185)
+K_COLOUR = (110, 215, 140)
+U_COLOUR = (110, 160, 255)
+E_COLOUR = (240, 240, 245)
+DRIFT_COLOUR = (255, 170, 60)
+GHOST_COLOUR = (80, 220, 255)
+MARKER = (255, 90, 200)
+
+_MONO = "dejavusansmono,notosansmono,liberationmono,menlo,consolas,couriernew,monospace"
+
+
+class Fonts:
+    """The three fonts of the window (a monospaced system font when there is one)."""
+
+    def __init__(self) -> None:
+        if not pygame.font.get_init():
+            pygame.font.init()
+        self.text = _font(14)
+        self.small = _font(13)
+        self.big = _font(22, bold=True)
+        self.line = self.text.get_linesize()
+
+
+def _font(size: int, bold: bool = False) -> pygame.font.Font:
+    try:
+        return pygame.font.SysFont(_MONO, size, bold=bold)
+    except Exception:                  # pragma: no cover - no fontconfig: pygame's default
+        return pygame.font.Font(None, int(size * 1.3))
+
+
+def panel(surface: pygame.Surface, rect: pygame.Rect) -> None:
+    """A translucent dark rectangle behind text."""
+    bg = pygame.Surface(rect.size, pygame.SRCALPHA)
+    bg.fill(PANEL)
+    surface.blit(bg, rect.topleft)
+
+
+def text_block(surface: pygame.Surface, font: pygame.font.Font, lines, topleft,
+               pad: int = 8) -> pygame.Rect:
+    """Lines of ``(text, colour)`` (or plain strings) on a panel; returns its rect."""
+    items = [(ln, TEXT) if isinstance(ln, str) else ln for ln in lines]
+    rendered = [font.render(t, True, c) for t, c in items]
+    step = font.get_linesize()
+    width = max((r.get_width() for r in rendered), default=0) + 2 * pad
+    rect = pygame.Rect(topleft[0], topleft[1], width, step * len(rendered) + 2 * pad)
+    panel(surface, rect)
+    for k, r in enumerate(rendered):
+        surface.blit(r, (rect.x + pad, rect.y + pad + k * step))
+    return rect
+
+
+def _text_colour(line) -> tuple[str, tuple]:
+    return (line, TEXT) if isinstance(line, str) else line
+
+
+def columns_block(surface: pygame.Surface, font: pygame.font.Font, columns, topleft,
+                  pad: int = 8, gap: int = 28) -> pygame.Rect:
+    """Several columns of lines (see :func:`text_block`) side by side on one panel."""
+    cols = [[font.render(t, True, c) for t, c in map(_text_colour, col)] for col in columns]
+    step = font.get_linesize()
+    widths = [max((r.get_width() for r in col), default=0) for col in cols]
+    rect = pygame.Rect(topleft[0], topleft[1], sum(widths) + gap * (len(cols) - 1) + 2 * pad,
+                       step * max(len(c) for c in cols) + 2 * pad)
+    panel(surface, rect)
+    x = rect.x + pad
+    for col, w in zip(cols, widths, strict=True):
+        for k, r in enumerate(col):
+            surface.blit(r, (x, rect.y + pad + k * step))
+        x += w + gap
+    return rect
+
+
+def strain_legend(surface: pygame.Surface, font: pygame.font.Font, topleft) -> pygame.Rect:
+    """Colour swatches of the strain bins (sticks)."""
+    x, y = topleft
+    label = font.render("strain", True, DIM)
+    items = [(font.render(t, True, DIM), c) for t, c in zip(STRAIN_LABELS, STRAIN_RGB[0],
+                                                               strict=True)]
+    w = label.get_width() + 16 + sum(r.get_width() + 20 for r, _ in items)
+    h = font.get_linesize() + 10
+    rect = pygame.Rect(x, y, w, h)
+    panel(surface, rect)
+    surface.blit(label, (x + 8, y + 5))
+    cx = x + 16 + label.get_width()
+    for r, c in items:
+        pygame.draw.rect(surface, c, (cx, y + 5 + (font.get_linesize() - 10) // 2, 10, 10))
+        surface.blit(r, (cx + 13, y + 5))
+        cx += r.get_width() + 20
+    return rect
+
+
+def fmt(v: float, unit: str = "") -> str:
+    """A number in 3 significant digits with an SI prefix beyond 1e4 (``-23.4 kJ``), or
+    '—' if not finite."""
+    if v is None or not math.isfinite(v):
+        return "—"
+    prefix = ""
+    for p, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= 10 * scale:
+            v, prefix = v / scale, p
+            break
+    return f"{v:.3g}{(' ' + prefix + unit) if unit or prefix else ''}"
+
+
+class EnergyGraph:
+    """A scrolling plot of kinetic, potential and total energy and the total's drift."""
+
+    COLUMNS = ("kinetic", "potential", "total", "ghost")
+
+    def __init__(self, capacity: int = 600) -> None:
+        self.capacity = int(capacity)
+        self.clear()
+
+    def clear(self) -> None:
+        self.data = np.full((self.capacity, 4), np.nan)
+        self.head = 0                     # next row to write
+        self.count = 0                    # valid rows
+        self.total_samples = 0            # samples ever added (absolute index)
+        self.markers: list[tuple[int, str]] = []
+        self.segment_start = 0
+        self.e0: float | None = None
+        self.scale0 = 1.0
+
+    def new_segment(self, label: str) -> None:
+        """The integrator or timestep changed: mark it, re-reference the drift."""
+        self.markers.append((self.total_samples, label))
+        self.segment_start = self.total_samples
+        self.e0 = None
+
+    def add(self, kinetic: float, potential: float, total: float,
+            ghost: float = math.nan) -> None:
+        if self.e0 is None and math.isfinite(total):
+            self.e0 = total
+            # Relative drift needs a scale that is not ~0 when the total happens to be
+            # near zero (potentials are relative to y = 0): the larger of |E| and K + |U|.
+            self.scale0 = max(abs(total), abs(kinetic) + abs(potential), 1e-12)
+        self.data[self.head] = (kinetic, potential, total, ghost)
+        self.head = (self.head + 1) % self.capacity
+        self.count = min(self.count + 1, self.capacity)
+        self.total_samples += 1
+        first = self.total_samples - self.count
+        self.markers = [(i, t) for i, t in self.markers if i >= first]
+
+    def ordered(self) -> np.ndarray:
+        """The samples, oldest first ``(count, 4)``."""
+        idx = (self.head - self.count + np.arange(self.count)) % self.capacity
+        return self.data[idx]
+
+    def drift(self) -> float:
+        """``(E - E0) / scale`` of the latest sample in the current segment."""
+        if not self.count or self.e0 is None:
+            return math.nan
+        return (self.data[(self.head - 1) % self.capacity, 2] - self.e0) / self.scale0
+
+    def draw(self, surface: pygame.Surface, rect: pygame.Rect, fonts: Fonts) -> None:
+        panel(surface, rect)
+        font = fonts.small
+        line = font.get_linesize()
+        if not self.count:
+            surface.blit(font.render("energy: no samples yet", True, DIM), rect.move(8, 6))
+            return
+        data = self.ordered()
+        first = self.total_samples - self.count
+        seg = data[max(self.segment_start - first, 0):]
+        if not len(seg):
+            seg = data
+        inner = rect.h - 14 - line
+        plot = pygame.Rect(rect.x + 8, rect.y + 8 + line, rect.w - 16, int(inner * 0.64))
+        dplot = pygame.Rect(plot.x, plot.bottom + 4, plot.w, rect.bottom - 6 - plot.bottom - 4)
+        xs = plot.right - (self.count - 1 - np.arange(self.count)) * (plot.w / self.capacity)
+        # Energy panel: the scale follows the current segment.
+        finite = seg[np.isfinite(seg)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if hi - lo < 1e-9 * max(abs(hi), abs(lo), 1e-12):
+            lo, hi = lo - 0.5 * max(abs(lo), 1e-9), hi + 0.5 * max(abs(hi), 1e-9)
+        pad = 0.08 * (hi - lo)
+        lo, hi = lo - pad, hi + pad
+        pygame.draw.rect(surface, (45, 50, 62), plot, 1)
+        if lo < 0 < hi:
+            y0 = _ys(np.array([0.0]), lo, hi, plot)[0]
+            pygame.draw.line(surface, (55, 60, 74), (plot.x, y0), (plot.right, y0))
+        for col, colour in ((0, K_COLOUR), (1, U_COLOUR), (2, E_COLOUR), (3, GHOST_COLOUR)):
+            _polyline(surface, colour, xs, _ys(data[:, col], lo, hi, plot), plot)
+        # Drift panel: (E - E0)/scale of the current segment, symmetric about zero.
+        pygame.draw.rect(surface, (45, 50, 62), dplot, 1)
+        n_seg = len(seg)
+        drift = (seg[:, 2] - (self.e0 if self.e0 is not None else np.nan)) / self.scale0
+        span = float(np.nanmax(np.abs(drift))) if np.isfinite(drift).any() else 0.0
+        span = max(span * 1.15, 1e-6)
+        ym = dplot.centery
+        pygame.draw.line(surface, (55, 60, 74), (dplot.x, ym), (dplot.right, ym))
+        _polyline(surface, DRIFT_COLOUR, xs[-n_seg:], _ys(drift, -span, span, dplot), dplot)
+        for k, (i, label) in enumerate(reversed(self.markers)):
+            x = int(round(xs[min(i - first, self.count - 1)]))
+            pygame.draw.line(surface, MARKER, (x, plot.y), (x, dplot.bottom))
+            if k < 3:                 # the newest three are labelled, one row each
+                tag = font.render(label, True, MARKER)
+                surface.blit(tag, (min(x + 3, rect.right - tag.get_width() - 4),
+                                   plot.y + 2 + k * line))
+        last = data[-1]
+        d = self.drift()
+        head = [("K " + fmt(last[0], "J"), K_COLOUR), ("U " + fmt(last[1], "J"), U_COLOUR),
+                ("E " + fmt(last[2], "J"), E_COLOUR)]
+        if math.isfinite(last[3]):
+            head.append(("ghost E " + fmt(last[3], "J"), GHOST_COLOUR))
+        head.append((f"drift {d * 100:+.3g}%" if math.isfinite(d) else "drift —",
+                     DRIFT_COLOUR))
+        x = rect.x + 8
+        for t, c in head:
+            r = font.render(t, True, c)
+            surface.blit(r, (x, rect.y + 5))
+            x += r.get_width() + 12
+        tag = font.render(f"drift of E since the last marker (±{span * 100:.2g}%)", True,
+                          (150, 110, 60))
+        surface.blit(tag, (dplot.x + 3, dplot.y + 1))
+
+
+def _ys(values: np.ndarray, lo: float, hi: float, rect: pygame.Rect) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return rect.bottom - (values - lo) / (hi - lo) * rect.h
+
+
+def _polyline(surface, colour, xs, ys, clip_rect) -> None:
+    ok = np.isfinite(ys)
+    if ok.sum() < 2:
+        return
+    ys = np.clip(ys[ok], clip_rect.top, clip_rect.bottom)
+    pts = np.stack([xs[ok], ys], axis=1).round().astype(int).tolist()
+    pygame.draw.lines(surface, colour, False, pts, 1)
+
+
+class Overlay:
+    """Help overlay (cached: built once from the keymap), banner and messages."""
+
+    def __init__(self, fonts: Fonts) -> None:
+        self.fonts = fonts
+        self._help: pygame.Surface | None = None
+
+    def help_surface(self) -> pygame.Surface:
+        """Every keymap line and the mouse gestures, in two columns (built once)."""
+        if self._help is None:
+            f = self.fonts.text
+            rows = [*help_lines(), ("", ""), *MOUSE_HELP]
+            half = (len(rows) + 1) // 2
+            if rows[half - 1] == ("", ""):
+                half -= 1
+            columns = [rows[:half], rows[half:]]
+            rendered = [[(f.render(k, True, KEY), f.render(t, True, TEXT)) for k, t in col]
+                        for col in columns]
+            key_w = [max(k.get_width() for k, _ in col) + 18 for col in rendered]
+            text_w = [max(t.get_width() for _, t in col) for col in rendered]
+            title = self.fonts.big.render("Keys and mouse", True, TEXT)
+            step = f.get_linesize()
+            gap = 36
+            w = sum(key_w) + sum(text_w) + gap + 40
+            h = title.get_height() + 14 + step * max(len(c) for c in rendered) + 36
+            surf = pygame.Surface((w, h), pygame.SRCALPHA)
+            surf.fill((8, 10, 14, 230))
+            pygame.draw.rect(surf, (80, 86, 104), surf.get_rect(), 1)
+            surf.blit(title, (20, 14))
+            x = 20
+            for col, kw, tw in zip(rendered, key_w, text_w, strict=True):
+                y = 14 + title.get_height() + 12
+                for k, t in col:
+                    surf.blit(k, (x, y))
+                    surf.blit(t, (x + kw, y))
+                    y += step
+                x += kw + tw + gap
+            self._help = surf
+        return self._help
+
+    def draw_help(self, surface: pygame.Surface) -> None:
+        s = self.help_surface()
+        r = s.get_rect(center=surface.get_rect().center)
+        r.top = max(r.top, 4)
+        surface.blit(s, r)
+
+    def banner(self, surface: pygame.Surface, title: str, detail: str, top: int = 14) -> None:
+        big, small = self.fonts.big, self.fonts.text
+        t = big.render(title, True, (255, 255, 255))
+        d = small.render(detail, True, (255, 225, 220))
+        w = max(t.get_width(), d.get_width()) + 40
+        rect = pygame.Rect(0, 0, w, t.get_height() + d.get_height() + 26)
+        rect.midtop = (surface.get_width() // 2, top)
+        bg = pygame.Surface(rect.size, pygame.SRCALPHA)
+        bg.fill((150, 24, 30, 230))
+        surface.blit(bg, rect)
+        pygame.draw.rect(surface, (255, 120, 110), rect, 2)
+        surface.blit(t, (rect.centerx - t.get_width() // 2, rect.y + 9))
+        surface.blit(d, (rect.centerx - d.get_width() // 2, rect.y + 13 + t.get_height()))
+
+    def messages(self, surface: pygame.Surface, messages: list[tuple[str, bool]],
+                 bottom: int | None = None) -> None:
+        """Transient messages, newest lowest, above ``bottom`` at the left; errors red."""
+        if not messages:
+            return
+        f = self.fonts.text
+        lines = [(m, WARN if err else TEXT) for m, err in messages]
+        h = f.get_linesize() * len(lines) + 16
+        bottom = surface.get_height() - 8 if bottom is None else bottom
+        text_block(surface, f, lines, (8, bottom - h))

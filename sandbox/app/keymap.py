@@ -1,0 +1,150 @@
+"""The one hotkey table: dispatch, the on-screen help and the tests all read ``KEYMAP``.
+
+Each :class:`Binding` is ``(key, mods, action, arg, help)``. The app looks a key event up
+with :func:`lookup` and calls its command ``action`` with ``arg``; there is no if-chain
+over keys anywhere. Modifiers come from the event's ``mod`` (posted events never change
+``pygame.key.get_pressed()``) and are reduced to shift / ctrl / alt, so Caps Lock or Num
+Lock never make a key miss. The integrator keys are generated from the ``INTEGRATORS``
+registry, so a new integrator gets a number key and a help line by itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pygame
+
+from ..sim.integrators import INTEGRATORS
+
+NONE = 0
+SHIFT = pygame.KMOD_SHIFT
+CTRL = pygame.KMOD_CTRL
+ALT = pygame.KMOD_ALT
+
+
+@dataclass(frozen=True)
+class Binding:
+    """``key`` with exactly ``mods`` (NONE, SHIFT, ...) runs ``action(arg)``.
+
+    ``repeat``: also act on auto-repeat while the key is held (panning, stepping).
+    """
+
+    key: int
+    mods: int
+    action: str
+    help: str
+    arg: Any = None
+    repeat: bool = False
+
+
+def _integrator_keys() -> list[Binding]:
+    digits = [pygame.K_1, pygame.K_2, pygame.K_3, pygame.K_4, pygame.K_5, pygame.K_6,
+              pygame.K_7, pygame.K_8, pygame.K_9]
+    return [Binding(key, NONE, "set_integrator", f"integrator: {integ.label}", arg=name)
+            for key, (name, integ) in zip(digits, INTEGRATORS.items(), strict=False)]
+
+
+K = pygame
+KEYMAP: list[Binding] = [
+    Binding(K.K_i, NONE, "cycle_integrator", "next integrator", arg=+1),
+    Binding(K.K_i, SHIFT, "cycle_integrator", "previous integrator", arg=-1),
+    *_integrator_keys(),
+    Binding(K.K_t, NONE, "cycle_timestep", "next timestep mode (fixed, variable, random, "
+            "replay)", arg=+1),
+    Binding(K.K_t, SHIFT, "cycle_timestep", "previous timestep mode", arg=-1),
+    Binding(K.K_SPACE, NONE, "pause", "pause / resume"),
+    Binding(K.K_PERIOD, NONE, "step", "single step (one plan; pauses)", repeat=True),
+    Binding(K.K_s, NONE, "step", "single step (one plan; pauses)", repeat=True),
+    Binding(K.K_LEFTBRACKET, NONE, "speed", "slow motion: frame dt x0.5 (down to x0.25)",
+            arg=0.5),
+    Binding(K.K_RIGHTBRACKET, NONE, "speed", "fast forward: frame dt x2 (up to x4)", arg=2.0),
+    Binding(K.K_EQUALS, NONE, "iterations", "more constraint iterations", arg=+1,
+            repeat=True),
+    Binding(K.K_KP_PLUS, NONE, "iterations", "more constraint iterations", arg=+1,
+            repeat=True),
+    Binding(K.K_MINUS, NONE, "iterations", "fewer constraint iterations", arg=-1,
+            repeat=True),
+    Binding(K.K_KP_MINUS, NONE, "iterations", "fewer constraint iterations", arg=-1,
+            repeat=True),
+    Binding(K.K_EQUALS, SHIFT, "substeps", "more substeps", arg=+1, repeat=True),
+    Binding(K.K_MINUS, SHIFT, "substeps", "fewer substeps", arg=-1, repeat=True),
+    Binding(K.K_r, NONE, "reset", "reset the level (keeps integrator, timestep, iterations)"),
+    Binding(K.K_n, NONE, "level", "next level", arg=+1),
+    Binding(K.K_p, NONE, "level", "previous level", arg=-1),
+    Binding(K.K_e, NONE, "toggle_graph", "energy graph on / off"),
+    Binding(K.K_h, NONE, "toggle_help", "this help"),
+    Binding(K.K_F1, NONE, "toggle_help", "this help"),
+    Binding(K.K_g, NONE, "toggle_ghost", "ghost: a copy run by another integrator"),
+    Binding(K.K_g, SHIFT, "cycle_ghost", "ghost: next integrator (restarts it from here)",
+            arg=+1),
+    Binding(K.K_LEFT, NONE, "pan", "pan left", arg=(-0.1, 0.0), repeat=True),
+    Binding(K.K_RIGHT, NONE, "pan", "pan right", arg=(0.1, 0.0), repeat=True),
+    Binding(K.K_UP, NONE, "pan", "pan up", arg=(0.0, 0.1), repeat=True),
+    Binding(K.K_DOWN, NONE, "pan", "pan down", arg=(0.0, -0.1), repeat=True),
+    Binding(K.K_PAGEUP, NONE, "zoom", "zoom in", arg=1.25, repeat=True),
+    Binding(K.K_PAGEDOWN, NONE, "zoom", "zoom out", arg=0.8, repeat=True),
+    Binding(K.K_HOME, NONE, "reset_view", "back to the level's view"),
+    Binding(K.K_F12, NONE, "screenshot", "screenshot (PNG)"),
+    Binding(K.K_F5, NONE, "save_snapshot", "save a snapshot of the world"),
+    Binding(K.K_F9, NONE, "load_snapshot", "load the latest snapshot"),
+    Binding(K.K_ESCAPE, NONE, "quit", "quit"),
+    Binding(K.K_q, NONE, "quit", "quit"),
+]
+del K
+
+#: Mouse gestures, for the help overlay (handled by the app's mouse handlers).
+MOUSE_HELP: list[tuple[str, str]] = [
+    ("Left drag", "grab and drag the nearest particle"),
+    ("Shift+Left drag", "cut every link the path crosses"),
+    ("Right click", "pin / unpin the nearest particle"),
+    ("Middle drag", "pan"),
+    ("Wheel", "zoom about the cursor"),
+]
+
+
+def normalise_mods(mod: int) -> int:
+    """An event's ``mod`` reduced to SHIFT | CTRL | ALT (either side; locks ignored)."""
+    out = NONE
+    for m in (SHIFT, CTRL, ALT):
+        if mod & m:
+            out |= m
+    return out
+
+
+_TABLE: dict[tuple[int, int], Binding] = {}
+for _b in KEYMAP:
+    if (_b.key, _b.mods) in _TABLE:                  # pragma: no cover - a table typo
+        raise RuntimeError(f"key bound twice: {pygame.key.name(_b.key)} mods {_b.mods}")
+    _TABLE[(_b.key, _b.mods)] = _b
+
+
+def lookup(key: int, mod: int = 0) -> Binding | None:
+    """The binding for ``key`` with the event's modifiers, or None."""
+    return _TABLE.get((key, normalise_mods(mod)))
+
+
+_NAMES = {"escape": "Esc", "page up": "PgUp", "page down": "PgDn", "[+]": "Keypad +",
+          "[-]": "Keypad -", "left": "Left", "right": "Right", "up": "Up", "down": "Down"}
+
+
+def key_label(b: Binding) -> str:
+    """``"Shift+I"``, ``"F12"``, ``"Space"``: a binding as the help shows it."""
+    name = pygame.key.name(b.key)
+    if name in _NAMES:
+        name = _NAMES[name]
+    elif len(name) == 1:
+        name = name.upper()
+    else:
+        name = name[:1].upper() + name[1:]
+    prefix = "".join(p for m, p in ((CTRL, "Ctrl+"), (ALT, "Alt+"), (SHIFT, "Shift+"))
+                     if b.mods & m)
+    return prefix + name
+
+
+def help_lines() -> list[tuple[str, str]]:
+    """``(keys, text)`` in table order; bindings with the same help share one line."""
+    lines: dict[str, list[str]] = {}
+    for b in KEYMAP:
+        lines.setdefault(b.help, []).append(key_label(b))
+    return [(" / ".join(keys), text) for text, keys in lines.items()]

@@ -1,0 +1,260 @@
+"""Drawing a world: metre grid, walls, static shapes, links coloured by strain, ropes,
+springs, particles, pins, the grabbed particle, and a translucent ghost world.
+
+Everything numerous is drawn batched through :mod:`sandbox.app.raster`: the camera maps
+all particles at once, each link takes its two endpoints from that array, strain is
+binned into a handful of colours by ``np.digitize``, and the samples of every link of
+every colour land in the pixel array in a few numpy assignments. Only things that are
+few by nature (grid lines, walls, shapes, the cut path) use ``pygame.draw``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pygame
+
+from ..sim.constraints import ROPE
+from . import raster
+from .camera import Camera
+
+BACKGROUND = (18, 20, 27)
+OUTSIDE = (11, 12, 16)              # beyond the world's bounds
+GRID = (30, 33, 43)
+AXIS = (44, 48, 62)
+WALL = (120, 128, 150)
+SHAPE_FILL = (54, 60, 78)
+SHAPE_EDGE = (130, 140, 165)
+PARTICLE = (225, 228, 236)
+BALL = (200, 208, 226)
+PIN = (255, 86, 86)
+GRAB = (255, 220, 60)
+SPRING = (110, 215, 140)
+GHOST = (80, 220, 255)
+GHOST_KEY = (255, 0, 255)           # colour key of the ghost layer: transparent
+CUT = (255, 70, 70)
+
+#: Strain bin edges (relative stretch): compressed <- | neutral | -> stretched.
+STRAIN_EDGES = np.array([-0.02, -0.005, -0.001, 0.001, 0.005, 0.02, 0.05])
+NEUTRAL_BIN = 3
+#: One colour per bin; row 0 sticks, row 1 rope links (tan when neutral, ropes never
+#: push so they have no compressed colours).
+STRAIN_RGB = [
+    [(60, 110, 255), (95, 150, 255), (150, 190, 250), (185, 190, 205), (245, 225, 110),
+     (255, 160, 60), (255, 70, 50), (255, 40, 200)],
+    [(190, 150, 95), (190, 150, 95), (190, 150, 95), (190, 150, 95), (245, 225, 110),
+     (255, 160, 60), (255, 70, 50), (255, 40, 200)],
+]
+STRAIN_LABELS = ["< -2%", "-0.5%", "-0.1%", "±0.1%", "+0.5%", "+2%", "+5%", "> 5%"]
+
+
+def strain_bins(strain: np.ndarray) -> np.ndarray:
+    """Bin index ``0..7`` of each link's relative stretch."""
+    return np.digitize(strain, STRAIN_EDGES)
+
+
+def nice_step(span: float, target: int = 12) -> float:
+    """A 1-2-5 grid spacing giving about ``target`` lines across ``span``."""
+    if not (span > 0 and math.isfinite(span)):
+        return 1.0
+    raw = span / target
+    mag = 10.0 ** math.floor(math.log10(raw))
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if raw <= m * mag:
+            return m * mag
+    return 10.0 * mag
+
+
+class WorldRenderer:
+    """Draws worlds onto a 32-bit surface; keeps the ghost layer between frames."""
+
+    def __init__(self) -> None:
+        self._ghost_layer: pygame.Surface | None = None
+        self._mapped: dict[tuple, int] = {}
+        self._format_of: object = None
+        self.dot = raster.square_offsets(1)            # 3 x 3 particle
+        self.small_dot = np.array([[0, 0], [1, 0], [0, 1], [1, 1]])
+        self.pin = raster.square_offsets(4, hollow=True)
+        self.grab = np.concatenate([raster.ring_offsets(9.0, 2.0), raster.disc_offsets(2.5)])
+
+    # --- colours --------------------------------------------------------------------
+
+    def _map(self, surface: pygame.Surface, rgb) -> int:
+        key = (surface.get_bitsize(), surface.get_masks(), tuple(rgb))
+        c = self._mapped.get(key)
+        if c is None:
+            c = self._mapped[key] = surface.map_rgb(rgb)
+        return c
+
+    def _strain_table(self, surface) -> np.ndarray:
+        return np.array([[self._map(surface, c) for c in row] for row in STRAIN_RGB],
+                        dtype=np.uint32)
+
+    # --- the scene ------------------------------------------------------------------
+
+    def background(self, surface: pygame.Surface, cam: Camera, bounds=None) -> None:
+        """Fill, shade outside the bounds, draw the metre grid and the walls."""
+        w, h = surface.get_size()
+        surface.fill(BACKGROUND)
+        if bounds is not None:
+            (x0, y1), (x1, y0) = cam.to_screen([[bounds[0], bounds[1]], [bounds[2], bounds[3]]])
+            surface.fill(OUTSIDE)
+            box = _rect(x0, y0, x1, y1, w, h)
+            if box is not None:
+                surface.fill(BACKGROUND, box)
+        step = nice_step(cam.view_width)
+        (wx0, wy1), (wx1, wy0) = cam.to_world([[0, 0], [w, h]])
+        for k in range(math.floor(wx0 / step), math.ceil(wx1 / step) + 1):
+            sx = int(round(cam.to_screen([k * step, 0.0])[0]))
+            pygame.draw.line(surface, AXIS if k == 0 else GRID, (sx, 0), (sx, h))
+        for k in range(math.floor(wy0 / step), math.ceil(wy1 / step) + 1):
+            sy = int(round(cam.to_screen([0.0, k * step])[1]))
+            pygame.draw.line(surface, AXIS if k == 0 else GRID, (0, sy), (w, sy))
+        if bounds is not None and box is not None:
+            pygame.draw.rect(surface, WALL, box.inflate(2, 2), 1)
+
+    def shapes(self, surface: pygame.Surface, cam: Camera, shapes) -> None:
+        """Static shapes, duck-typed: objects or dicts with a ``type`` (or ``kind``) of
+        circle / segment / polygon / box and the level file's field names."""
+        for s in shapes or ():
+            try:
+                _draw_shape(surface, cam, s)
+            except (AttributeError, KeyError, TypeError, ValueError):
+                continue                                # an unknown shape: skip it
+
+    def world(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
+              strain: np.ndarray | None = None) -> dict:
+        """Links, springs, particles, pins and the grab of ``world`` drawn at positions
+        ``x (n, 2)`` m (interpolated by the caller); ``strain (m,)`` of the links if
+        already computed. Returns counts drawn, for the HUD."""
+        p, c = world.particles, world.constraints
+        s = cam.to_screen(x)
+        sx = s[:, 0].astype(np.float32)
+        sy = s[:, 1].astype(np.float32)
+        # (H, W) view of the pixels, C-contiguous for 32 bpp; it locks the surface until
+        # this function returns.
+        pix = pygame.surfarray.pixels2d(surface).T
+        if not pix.flags.c_contiguous:                  # pragma: no cover - odd pitch
+            raise ValueError("surface rows are padded")
+        samples = 0
+        if len(c):
+            # Strain of the true positions; the most strained links are drawn last (on top).
+            bins = strain_bins(c.strain(p.x) if strain is None else strain)
+            table = self._strain_table(surface)
+            colour = table[(c.kind == ROPE).astype(np.intp), bins]
+            order = np.argsort(np.abs(bins - NEUTRAL_BIN), kind="stable")
+            ci, cj = c.i[order], c.j[order]
+            width = 2 if len(c) < 3000 else 1
+            samples += raster.segments_xy(pix, sx[ci], sy[ci], sx[cj], sy[cj], colour[order],
+                                          width)
+        springs = getattr(world, "springs", None)
+        if springs is not None and len(springs.i):
+            si, sj = springs.i, springs.j
+            samples += raster.segments_xy(pix, sx[si], sy[si], sx[sj], sy[sj],
+                                          self._map(surface, SPRING))
+        r_px = p.radius * cam.scale
+        balls = r_px >= 2.0
+        small = ~balls
+        if small.any() and p.n <= 5000:
+            raster.stamp(pix, s[small], self.dot if p.n <= 1500 else self.small_dot,
+                         self._map(surface, PARTICLE))
+        self._balls(pix, surface, s[balls], r_px[balls], self._map(surface, BALL))
+        grabbed = np.fromiter(getattr(world, "grabbed", {}), np.int64)
+        pinned = p.inv_mass == 0
+        pinned[grabbed] = False
+        raster.stamp(pix, s[pinned], self.pin, self._map(surface, PIN))
+        raster.stamp(pix, s[grabbed], self.grab, self._map(surface, GRAB))
+        return {"samples": samples}
+
+    def _balls(self, pix, surface, s, r_px, colour, filled: bool = True) -> None:
+        """Particles with a visible radius, grouped by radius in whole pixels."""
+        if not len(s):
+            return
+        r = np.minimum(np.round(r_px), 60.0)
+        for radius in np.unique(r):
+            offs = (raster.disc_offsets(radius) if filled
+                    else raster.ring_offsets(radius, 1.5))
+            raster.stamp(pix, s[r == radius], offs, colour)
+
+    def ghost(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
+              alpha: int = 140) -> None:
+        """The ghost world's links and balls, one colour, blended over ``surface``."""
+        size = surface.get_size()
+        if self._ghost_layer is None or self._ghost_layer.get_size() != size:
+            self._ghost_layer = pygame.Surface(size, 0, 32)
+            self._ghost_layer.set_colorkey(GHOST_KEY)
+        layer = self._ghost_layer
+        layer.fill(GHOST_KEY)
+        layer.set_alpha(alpha)
+        self._ghost_pixels(layer, cam, world, x)     # the pixel lock ends with the call
+        surface.blit(layer, (0, 0))
+
+    def _ghost_pixels(self, layer: pygame.Surface, cam: Camera, world, x) -> None:
+        p, c = world.particles, world.constraints
+        s = cam.to_screen(x)
+        colour = self._map(layer, GHOST)
+        pix = pygame.surfarray.pixels2d(layer).T
+        if len(c):
+            raster.segments(pix, s[c.i], s[c.j], colour, 2 if len(c) < 3000 else 1)
+        springs = getattr(world, "springs", None)
+        if springs is not None and len(springs.i):
+            raster.segments(pix, s[springs.i], s[springs.j], colour)
+        r_px = p.radius * cam.scale
+        balls = r_px >= 2.0
+        self._balls(pix, layer, s[balls], r_px[balls], colour, filled=False)
+        small = ~balls
+        if small.any() and not len(c) and p.n <= 5000:
+            raster.stamp(pix, s[small], self.dot, colour)
+
+    def cut_path(self, surface: pygame.Surface, points_px) -> None:
+        if len(points_px) >= 2:
+            pygame.draw.lines(surface, CUT, False, [tuple(map(int, q)) for q in points_px], 2)
+
+
+def _rect(x0, y0, x1, y1, w, h) -> pygame.Rect | None:
+    """The screen rectangle between two corners, clamped to the window (None if empty)."""
+    lo_x, hi_x = max(min(x0, x1), -1), min(max(x0, x1), w + 1)
+    lo_y, hi_y = max(min(y0, y1), -1), min(max(y0, y1), h + 1)
+    if not (hi_x > lo_x and hi_y > lo_y):
+        return None
+    return pygame.Rect(int(lo_x), int(lo_y), int(math.ceil(hi_x - lo_x)),
+                       int(math.ceil(hi_y - lo_y)))
+
+
+def _field(s, name):
+    return s[name] if isinstance(s, dict) else getattr(s, name)
+
+
+def _clamp_px(pt) -> tuple[int, int]:
+    return (int(np.clip(pt[0], -1e5, 1e5)), int(np.clip(pt[1], -1e5, 1e5)))
+
+
+def _draw_shape(surface: pygame.Surface, cam: Camera, s) -> None:
+    kind = (s.get("type") or s.get("kind")) if isinstance(s, dict) else (
+        getattr(s, "type", None) or getattr(s, "kind", None))
+    if kind == "circle":
+        c = cam.to_screen(_field(s, "center"))
+        r = max(int(round(float(_field(s, "radius")) * cam.scale)), 1)
+        if r > 20000:
+            return
+        pygame.draw.circle(surface, SHAPE_FILL, _clamp_px(c), r)
+        pygame.draw.circle(surface, SHAPE_EDGE, _clamp_px(c), r, 2)
+    elif kind == "segment":
+        a, b = cam.to_screen([_field(s, "a"), _field(s, "b")])
+        th = float(_field(s, "thickness") if _has(s, "thickness") else 0.0)
+        w = max(int(round(2 * th * cam.scale)), 2)
+        pygame.draw.line(surface, SHAPE_EDGE, _clamp_px(a), _clamp_px(b), min(w, 2000))
+    elif kind in ("polygon", "box"):
+        if kind == "box":
+            (x0, y0), (x1, y1) = _field(s, "min"), _field(s, "max")
+            pts = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+        else:
+            pts = _field(s, "points")
+        scr = [_clamp_px(q) for q in cam.to_screen(np.asarray(pts, float))]
+        pygame.draw.polygon(surface, SHAPE_FILL, scr)
+        pygame.draw.polygon(surface, SHAPE_EDGE, scr, 2)
+
+
+def _has(s, name) -> bool:
+    return name in s if isinstance(s, dict) else hasattr(s, name)
