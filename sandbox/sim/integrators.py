@@ -190,12 +190,14 @@ class _PositionVerlet(Integrator):
     def step(self, s, h, accel):
         h_old = s.h_prev
         a = accel(s.x, s.v)
-        d0 = (s.x - s.x_prev) / h_old
-        x_new = self._advance(s.x, s.x_prev, a, h, h_old)
-        d1 = (x_new - s.x) / h
+        back = s.x - s.x_prev                          # h_old * d0
+        x_new = self._advance(s.x, back, a, h, h_old)
+        fwd = x_new - s.x                              # h * d1
+        # v = d1 + (d1 - d0) h/(h + h_old), regrouped to two scaled arrays.
+        s.v = fwd * (1.0 / h + 1.0 / (h + h_old))
+        s.v -= back * (h / (h_old * (h + h_old)))
         s.x_prev = s.x
         s.x = x_new
-        s.v = d1 + (d1 - d0) * (h / (h + h_old))
         s.a, s.a_valid, s.h_prev = a, False, h
 
     def fold(self, s, dx, h, h_old):
@@ -204,7 +206,8 @@ class _PositionVerlet(Integrator):
         s.v += dx * ((2.0 * h + h_old) / (h * (h + h_old)))
 
     @staticmethod
-    def _advance(x, x_prev, a, h, h_old):
+    def _advance(x, back, a, h, h_old):
+        """``x+`` from ``x``, the last displacement ``back = x - x_prev`` and ``a``."""
         raise NotImplementedError
 
 
@@ -219,8 +222,11 @@ class Verlet(_PositionVerlet):
     name, label, order, order_variable = "verlet", "Position Verlet", 2, 0
 
     @staticmethod
-    def _advance(x, x_prev, a, h, h_old):
-        return x + (x - x_prev) + a * (h * h)
+    def _advance(x, back, a, h, h_old):
+        out = a * (h * h)
+        out += x
+        out += back
+        return out
 
 
 class TimeCorrectedVerlet(_PositionVerlet):
@@ -235,9 +241,12 @@ class TimeCorrectedVerlet(_PositionVerlet):
     name, label, order, order_variable = "tcv", "TCV (as published)", 2, 1
 
     @staticmethod
-    def _advance(x, x_prev, a, h, h_old):
+    def _advance(x, back, a, h, h_old):
         # TCV as published: first order when h changes.
-        return x + (x - x_prev) * (h / h_old) + a * (h * h)
+        out = a * (h * h)
+        out += x
+        out += back * (h / h_old)
+        return out
 
 
 class TimeCorrectedVerletFixed(_PositionVerlet):
@@ -251,8 +260,11 @@ class TimeCorrectedVerletFixed(_PositionVerlet):
     name, label, order, order_variable = "tcv_corrected", "TCV (corrected)", 2, 2
 
     @staticmethod
-    def _advance(x, x_prev, a, h, h_old):
-        return x + (x - x_prev) * (h / h_old) + a * (0.5 * h * (h + h_old))
+    def _advance(x, back, a, h, h_old):
+        out = a * (0.5 * h * (h + h_old))
+        out += x
+        out += back * (h / h_old)
+        return out
 
 
 class RK4(Integrator):
