@@ -134,8 +134,11 @@ def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
 
 
 def _cycle(names: list[str], current: str, step: int) -> str:
-    i = names.index(current) if current in names else -1
-    return names[(i + step) % len(names)]
+    """The name ``step`` places after ``current``; from outside the list, the first
+    (forward) or the last (backward)."""
+    if current not in names:
+        return names[0] if step > 0 else names[-1]
+    return names[(names.index(current) + step) % len(names)]
 
 
 # --------------------------------------------------------------------------- the app

@@ -69,20 +69,24 @@ def segments_xy(pix: np.ndarray, px, py, qx, qy, colours, width: int = 1) -> int
     if m == 0:
         return 0
     colours = np.broadcast_to(np.asarray(colours, pix.dtype), (m,))
-    px, py, qx, qy = (np.asarray(a, np.float32) for a in (px, py, qx, qy))
+    px, py, qx, qy = (np.asarray(a, np.float64) for a in (px, py, qx, qy))
     # Fast path: segments with both ends on screen need no clipping (a cloth in view is
-    # almost all of them). NaN compares False, so non-finite ones go to clip() and die.
-    with np.errstate(invalid="ignore", over="ignore"):
+    # almost all of them) and are sampled in float32. The others are clipped in float64
+    # first (far-away ends lose no precision); NaN compares False, so non-finite ones
+    # go to clip() and are dropped there.
+    with np.errstate(invalid="ignore"):
         inside = ((px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
                   & (qx >= 0) & (qx <= w - 1) & (qy >= 0) & (qy <= h - 1))
-    if not inside.all():
+    if inside.all():
+        px, py, qx, qy = (a.astype(np.float32) for a in (px, py, qx, qy))
+    else:
         out = ~inside
         cp, cq, keep = clip(np.stack([px[out], py[out]], axis=1),
                             np.stack([qx[out], qy[out]], axis=1), w, h)
-        px = np.concatenate([px[inside], cp[:, 0].astype(np.float32)])
-        py = np.concatenate([py[inside], cp[:, 1].astype(np.float32)])
-        qx = np.concatenate([qx[inside], cq[:, 0].astype(np.float32)])
-        qy = np.concatenate([qy[inside], cq[:, 1].astype(np.float32)])
+        px = np.concatenate([px[inside], cp[:, 0]]).astype(np.float32)
+        py = np.concatenate([py[inside], cp[:, 1]]).astype(np.float32)
+        qx = np.concatenate([qx[inside], cq[:, 0]]).astype(np.float32)
+        qy = np.concatenate([qy[inside], cq[:, 1]]).astype(np.float32)
         colours = np.concatenate([colours[inside], colours[out][keep]])
     if not len(px):
         return 0

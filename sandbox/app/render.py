@@ -130,8 +130,7 @@ class WorldRenderer:
         already computed. Returns counts drawn, for the HUD."""
         p, c = world.particles, world.constraints
         s = cam.to_screen(x)
-        sx = s[:, 0].astype(np.float32)
-        sy = s[:, 1].astype(np.float32)
+        sx, sy = np.ascontiguousarray(s[:, 0]), np.ascontiguousarray(s[:, 1])
         # (H, W) view of the pixels, C-contiguous for 32 bpp; it locks the surface until
         # this function returns.
         pix = pygame.surfarray.pixels2d(surface).T

@@ -1,0 +1,580 @@
+"""The sandbox window, headless (SDL_VIDEODRIVER=dummy, set in conftest.py).
+
+Input is driven the way a user drives it: events are posted to pygame's queue and the
+app's ``frame(dt)`` consumes them, so the mouse position comes from the events' ``pos``
+and modifiers from their ``mod``. Assertions are on the world and the app state, never
+on pixels (except the rasteriser's own unit tests).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pygame
+import pytest
+
+from sandbox.app import raster
+from sandbox.app.camera import Camera
+from sandbox.app.keymap import KEYMAP, help_lines, key_label, lookup
+from sandbox.app.main import App, run_app, scene_from_world
+from sandbox.levels import level_names
+from sandbox.sim.builders import build_cloth
+from sandbox.sim.integrators import INTEGRATORS
+from sandbox.sim.timestep import TIMESTEPS, FixedStep
+from sandbox.sim.world import SimulationDiverged, World, WorldConfig
+
+H = 1 / 60
+SIZE = (800, 600)
+NAMES = list(INTEGRATORS)
+
+
+@pytest.fixture(autouse=True)
+def display():
+    pygame.display.init()
+    pygame.display.set_mode(SIZE)
+    pygame.event.clear()
+    yield
+    if pygame.display.get_init():               # run_app ends with pygame.quit()
+        pygame.event.clear()
+
+
+def make_world(**cfg) -> World:
+    """The tests' own scene (independent of the shipped level files): a 20 x 15 cloth."""
+    world = World(WorldConfig(iterations=4, **cfg))
+    build_cloth(world, cols=20, rows=15, spacing=0.1, origin=(-1.0, 1.0), pins="top_corners")
+    world.start(H)
+    return world
+
+
+@pytest.fixture
+def app(tmp_path) -> App:
+    return App(scene_from_world(make_world(), h=H, timestep="fixed", view=((0.0, 0.3), 4.0)),
+               size=SIZE, out_dir=tmp_path)
+
+
+# --------------------------------------------------------------------------- posting
+
+def press(app: App, key: int, mod: int = 0, dt: float = H) -> None:
+    pygame.event.post(pygame.event.Event(pygame.KEYDOWN, key=key, mod=mod, unicode="",
+                                         scancode=0))
+    pygame.event.post(pygame.event.Event(pygame.KEYUP, key=key, mod=mod, unicode="",
+                                         scancode=0))
+    app.frame(dt)
+
+
+def post_mouse(kind: int, pos, button: int = 1, mod: int = 0, rel=(0, 0)) -> None:
+    pos = (int(round(pos[0])), int(round(pos[1])))
+    if kind == pygame.MOUSEMOTION:
+        ev = pygame.event.Event(kind, pos=pos, rel=rel, buttons=(1, 0, 0))
+    else:
+        ev = pygame.event.Event(kind, pos=pos, button=button, mod=mod)
+    pygame.event.post(ev)
+
+
+def drag(app: App, a, b, button: int = 1, mod: int = 0, frames_between: int = 0) -> None:
+    post_mouse(pygame.MOUSEBUTTONDOWN, a, button, mod)
+    post_mouse(pygame.MOUSEMOTION, b, rel=(int(b[0] - a[0]), int(b[1] - a[1])))
+    for _ in range(frames_between):
+        app.frame(H)
+    post_mouse(pygame.MOUSEBUTTONUP, b, button, mod)
+
+
+def run(app: App, frames: int, dt: float = H) -> None:
+    for _ in range(frames):
+        app.frame(dt)
+
+
+# --------------------------------------------------------------------------- the keymap
+# One check per action: what its help line promises, on the world and the app state.
+
+def _other_integrator(app: App, name: str) -> None:
+    if app.integrator == name:
+        app.set_integrator(NAMES[(NAMES.index(name) + 1) % len(NAMES)])
+
+
+def check_cycle_integrator(app, b):
+    before = app.integrator
+    press(app, b.key, b.mods)
+    assert app.integrator == NAMES[(NAMES.index(before) + b.arg) % len(NAMES)]
+    assert app.world.config.integrator == app.integrator
+
+
+def check_set_integrator(app, b):
+    _other_integrator(app, b.arg)
+    press(app, b.key, b.mods)
+    assert app.integrator == b.arg
+    assert INTEGRATORS[b.arg].label in b.help
+
+
+def check_cycle_timestep(app, b):
+    modes = list(TIMESTEPS)
+    before = app.timestep
+    press(app, b.key, b.mods)
+    assert app.timestep == modes[(modes.index(before) + b.arg) % len(modes)]
+    assert isinstance(app.policy, TIMESTEPS[app.timestep])
+
+
+def check_pause(app, b):
+    run(app, 3)
+    press(app, b.key, b.mods)
+    assert app.paused
+    t, h = app.world.t, app.world.state_hash()
+    run(app, 5)
+    assert app.world.t == t and app.world.state_hash() == h
+    press(app, b.key, b.mods)
+    assert not app.paused
+    run(app, 2)
+    assert app.world.t > t
+
+
+def check_step(app, b):
+    run(app, 2)
+    t, steps = app.world.t, app.world.steps
+    press(app, b.key, b.mods)                   # pauses and takes one plan
+    assert app.paused
+    plan = app.last_plan
+    assert len(plan) >= 1
+    assert app.world.steps == steps + len(plan)
+    assert app.world.t == pytest.approx(t + sum(plan), abs=1e-12)
+    run(app, 3)
+    assert app.world.steps == steps + len(plan)
+
+
+def check_speed(app, b):
+    press(app, b.key, b.mods)
+    assert app.speed == pytest.approx(b.arg)
+    for _ in range(6):
+        press(app, b.key, b.mods)
+    assert app.speed == (0.25 if b.arg < 1 else 4.0)
+    # Fixed mode: a 1/60 s frame at the extreme speed gives 4x or 0.25x the steps.
+    app.paused = False
+    app.policy = FixedStep(H, max_steps=8)
+    steps = app.world.steps
+    run(app, 8)
+    assert app.world.steps - steps == (2 if b.arg < 1 else 32)
+
+
+def check_iterations(app, b):
+    before = app.world.config.iterations
+    press(app, b.key, b.mods)
+    assert app.world.config.iterations == before + b.arg
+    for _ in range(10):
+        press(app, b.key, b.mods)
+    assert app.world.config.iterations >= 1
+
+
+def check_substeps(app, b):
+    press(app, pygame.K_EQUALS, pygame.KMOD_SHIFT)     # start above the floor of 1
+    before = app.world.config.substeps
+    press(app, b.key, b.mods)
+    assert app.world.config.substeps == before + b.arg
+
+
+def check_reset(app, b):
+    fresh = app.scene.make_world().state_hash()
+    run(app, 10)
+    app.world.cut((-2.0, 0.5), (2.0, 0.5))
+    assert app.world.state_hash() != fresh
+    press(app, b.key, b.mods, dt=0.0)           # dt 0: no step after the reset
+    assert app.world.state_hash() == fresh
+    assert app.world.t == 0.0
+
+
+def check_level(app, b):
+    names = level_names()
+    assert names, "no levels/*.toml"
+    press(app, b.key, b.mods)
+    expected = names[0] if b.arg > 0 else names[-1]  # from a world that is not a level
+    assert app.scene.source == expected
+    press(app, b.key, b.mods)
+    assert app.scene.source == names[(names.index(expected) + b.arg) % len(names)]
+    assert app.world.n > 0
+
+
+def check_toggle_graph(app, b):
+    before = app.show_graph
+    press(app, b.key, b.mods)
+    assert app.show_graph is not before
+
+
+def check_toggle_help(app, b):
+    press(app, b.key, b.mods)
+    assert app.show_help
+    press(app, b.key, b.mods)
+    assert not app.show_help
+
+
+def check_toggle_ghost(app, b):
+    press(app, b.key, b.mods)
+    assert app.ghost is not None
+    assert app.ghost.integrator.name != app.integrator
+    assert app.ghost.n == app.world.n
+    press(app, b.key, b.mods)
+    assert app.ghost is None
+
+
+def check_cycle_ghost(app, b):
+    press(app, b.key, b.mods)
+    assert app.ghost is not None
+    first = app.ghost.integrator.name
+    assert first == NAMES[(NAMES.index(app.integrator) + b.arg) % len(NAMES)]
+    press(app, b.key, b.mods)
+    assert app.ghost.integrator.name == NAMES[(NAMES.index(first) + b.arg) % len(NAMES)]
+
+
+def check_pan(app, b):
+    before = app.camera.center.copy()
+    press(app, b.key, b.mods)
+    moved = app.camera.center - before
+    assert np.sign(moved[0]) == np.sign(b.arg[0]) and np.sign(moved[1]) == np.sign(b.arg[1])
+
+
+def check_zoom(app, b):
+    before = app.camera.scale
+    press(app, b.key, b.mods)
+    assert app.camera.scale == pytest.approx(before * b.arg)
+
+
+def check_reset_view(app, b):
+    center, scale = app.camera.center.copy(), app.camera.scale
+    app.pan((0.3, 0.2))
+    app.zoom(2.0)
+    press(app, b.key, b.mods)
+    assert app.camera.center == pytest.approx(center) and app.camera.scale == scale
+
+
+def check_screenshot(app, b):
+    press(app, b.key, b.mods)
+    press(app, b.key, b.mods)                   # same second: a new name, no overwrite
+    shots = sorted((app.out_dir / "screenshots").glob("*.png"))
+    assert len(shots) == 2
+    assert pygame.image.load(shots[0]).get_size() == SIZE
+    assert not list((app.out_dir / "screenshots").glob(".*"))    # no temporary left
+
+
+def check_save_snapshot(app, b):
+    run(app, 5)
+    press(app, b.key, b.mods, dt=0.0)
+    snaps = list((app.out_dir / "snapshots").glob("snapshot-*.npz"))
+    assert len(snaps) == 1
+    other = make_world()
+    other.load(snaps[0])
+    assert other.state_hash() == app.world.state_hash()
+
+
+def check_load_snapshot(app, b):
+    press(app, b.key, b.mods, dt=0.0)           # nothing saved yet: a message, no change
+    assert app.messages and app.messages[-1][2]
+    run(app, 5)
+    app.save_snapshot()
+    saved = app.world.state_hash()
+    run(app, 5)
+    assert app.world.state_hash() != saved
+    press(app, b.key, b.mods, dt=0.0)
+    assert app.world.state_hash() == saved
+
+
+def check_quit(app, b):
+    press(app, b.key, b.mods)
+    assert not app.running
+
+
+CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
+          if name.startswith("check_")}
+
+
+def test_every_action_in_the_keymap_has_a_check():
+    assert {b.action for b in KEYMAP} <= set(CHECKS)
+
+
+@pytest.mark.parametrize("binding", KEYMAP, ids=[f"{key_label(b)}:{b.action}" for b in KEYMAP])
+def test_key_does_what_its_help_says(app, binding):
+    assert lookup(binding.key, binding.mods) is binding
+    CHECKS[binding.action](app, binding)
+
+
+def test_help_lists_every_binding_from_the_one_table(app):
+    text = " ".join(f"{k} {t}" for k, t in help_lines())
+    for b in KEYMAP:
+        assert key_label(b) in text and b.help in text
+    app.do("toggle_help")
+    app.frame(H)                                # drawing the overlay does not fail
+    assert app._draw_error is None
+
+
+def test_modifier_locks_do_not_change_a_key(app):
+    press(app, pygame.K_i, pygame.KMOD_CAPS | pygame.KMOD_NUM)
+    assert app.integrator == NAMES[(NAMES.index("tcv_corrected") + 1) % len(NAMES)]
+
+
+# --------------------------------------------------------------------------- the mouse
+
+def free_particle(app: App) -> int:
+    """A movable particle in the middle of the cloth."""
+    x = app.world.particles.x
+    return int(np.argmin(np.sum((x - x.mean(axis=0)) ** 2, axis=1)))
+
+
+def test_drag_moves_the_grabbed_particle_to_the_cursor(app):
+    run(app, 2)
+    k = free_particle(app)
+    start = app.camera.to_screen(app.world.particles.x[k])
+    target = (round(start[0]) + 60, round(start[1]) - 45)
+    post_mouse(pygame.MOUSEBUTTONDOWN, start)
+    post_mouse(pygame.MOUSEMOTION, target, rel=(60, -45))
+    run(app, 3)
+    assert app.grabbed == k and k in app.world.grabbed
+    got = app.camera.to_screen(app.world.particles.x[k])
+    assert np.max(np.abs(got - target)) <= 1.0
+    post_mouse(pygame.MOUSEBUTTONUP, target)
+    app.frame(H)
+    assert not app.world.grabbed and app.grabbed is None
+    assert app.world.particles.inv_mass[k] > 0          # released: dynamic again
+
+
+def test_right_click_toggles_a_pin(app):
+    k = free_particle(app)
+    pos = app.camera.to_screen(app.world.particles.x[k])
+    post_mouse(pygame.MOUSEBUTTONDOWN, pos, button=3)
+    post_mouse(pygame.MOUSEBUTTONUP, pos, button=3)
+    app.frame(H)
+    assert app.world.particles.inv_mass[k] == 0
+    x = app.world.particles.x[k].copy()
+    run(app, 5)
+    assert np.array_equal(app.world.particles.x[k], x)
+    post_mouse(pygame.MOUSEBUTTONDOWN, app.camera.to_screen(x), button=3)
+    app.frame(H)
+    assert app.world.particles.inv_mass[k] > 0
+
+
+def test_shift_drag_cuts_exactly_the_crossed_links(app):
+    run(app, 5)
+    x = app.world.particles.x
+    mid_y = float(np.median(x[:, 1]))
+    a_px = np.round(app.camera.to_screen([x[:, 0].min() - 0.3, mid_y + 0.031]))
+    b_px = np.round(app.camera.to_screen([x[:, 0].max() + 0.3, mid_y - 0.047]))
+    a, b = app.camera.to_world(a_px), app.camera.to_world(b_px)
+    c = app.world.constraints
+    crossed = c.crossing(x, a, b)
+    keep = {(int(i), int(j)) for i, j in zip(c.i[~crossed], c.j[~crossed], strict=True)}
+    assert crossed.sum() > 10
+    drag(app, a_px, b_px, mod=pygame.KMOD_LSHIFT)
+    app.frame(H)
+    c = app.world.constraints
+    assert {(int(i), int(j)) for i, j in zip(c.i, c.j, strict=True)} == keep
+    assert len(c) == len(keep)
+
+
+def test_wheel_zooms_about_the_cursor(app):
+    cursor = (200, 150)
+    post_mouse(pygame.MOUSEMOTION, cursor)
+    anchor = app.camera.to_world(cursor)
+    scale = app.camera.scale
+    pygame.event.post(pygame.event.Event(pygame.MOUSEWHEEL, x=0, y=2, precise_x=0.0,
+                                         precise_y=2.0, flipped=False))
+    app.frame(H)
+    assert app.camera.scale == pytest.approx(scale * 1.15 ** 2)
+    assert app.camera.to_world(cursor) == pytest.approx(anchor)
+
+
+def test_middle_drag_pans(app):
+    before = app.camera.center.copy()
+    drag(app, (300, 300), (340, 280), button=2)
+    app.frame(H)
+    moved = (app.camera.center - before) * app.camera.scale
+    assert moved == pytest.approx([-40, -20])         # the picture follows the mouse
+
+
+# --------------------------------------------------------------------------- time
+
+def test_pause_stops_time_and_a_step_advances_exactly_one_plan(app):
+    app.do("cycle_timestep", +1)                       # variable: one plan per frame
+    run(app, 3)
+    press(app, pygame.K_SPACE)
+    t, steps = app.world.t, app.world.steps
+    run(app, 10, dt=0.05)
+    assert (app.world.t, app.world.steps) == (t, steps)
+    press(app, pygame.K_PERIOD, dt=0.05)
+    assert app.world.steps - steps == len(app.last_plan) >= 1
+    assert app.world.t == pytest.approx(t + sum(app.last_plan), abs=1e-12)
+    t1 = app.world.t
+    run(app, 5, dt=0.05)
+    assert app.world.t == t1
+
+
+def test_fixed_mode_draws_positions_interpolated_with_alpha(app):
+    app.frame(1.5 * H)                                 # one step, half a step left over
+    alpha = app.policy.alpha
+    assert alpha == pytest.approx(0.5)
+    before, x = app._x_before, app.world.particles.x
+    drawn = app._positions(app.world, before)
+    assert drawn == pytest.approx(before + 0.5 * (x - before))
+
+
+def test_replay_plays_back_the_recorded_plans(app):
+    app.set_timestep("variable")
+    for dt in (0.011, 0.019, 0.016, 0.024, 0.013):
+        app.frame(dt)
+    recorded = [list(f) for f in app.trace.frames[-5:]]
+    app.set_timestep("replay")
+    plans = []
+    for _ in range(len(app.trace.frames)):
+        app.frame(0.5)                                 # the real dt is ignored
+        plans.append(list(app.last_plan))
+    assert plans[-5:] == recorded
+
+
+@pytest.mark.parametrize("mode", list(TIMESTEPS))
+def test_a_two_second_frame_keeps_the_state_finite_in_every_mode(app, mode):
+    run(app, 10)                                       # something to replay
+    app.set_timestep(mode)
+    app.speed = 4.0
+    t0 = app.world.t
+    for _ in range(3):
+        app.frame(2.0)
+    assert app.banner is None and not app.paused
+    x = app.world.particles.x
+    assert np.isfinite(x).all()
+    # At most 8 steps of 1/60 s a frame (fixed), 0.1 s (variable), one step (random,
+    # replay): the cloth, hanging from its corners at y = 1 m, stays within metres.
+    assert np.abs(x).max() < 10.0
+    assert app.world.t - t0 <= 3 * 8 * H + 1e-9
+
+
+# --------------------------------------------------------------------------- ghost
+
+def test_ghost_agrees_while_integrators_agree_and_differs_after_a_switch(app):
+    app.ghost_integrator = app.integrator
+    press(app, pygame.K_g)
+    assert app.ghost is not None and app.ghost.integrator.name == app.integrator
+    k = free_particle(app)
+    start = app.camera.to_screen(app.world.particles.x[k])
+    drag(app, start, (start[0] + 50, start[1] + 20), frames_between=5)  # mirrored drag
+    run(app, 10)
+    assert app.world.state_hash() == app.ghost.state_hash()
+    assert np.isfinite(app.graph.ordered()[-1, 3])     # the ghost's own energy line
+    press(app, pygame.K_g, pygame.KMOD_SHIFT)          # the ghost switches integrator
+    assert app.ghost.integrator.name != app.integrator
+    run(app, 10)
+    assert app.world.state_hash() != app.ghost.state_hash()
+    assert not np.allclose(app.world.particles.x, app.ghost.particles.x, atol=0, rtol=0)
+
+
+# --------------------------------------------------------------------------- never crash
+
+def test_a_bad_level_returns_1_with_the_loaders_message(tmp_path, capsys):
+    assert run_app("no_such_level") == 1
+    err = capsys.readouterr().err
+    assert "no_such_level" in err and "Traceback" not in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[world]\niterations = -3\n")
+    assert run_app(str(bad)) == 1
+    err = capsys.readouterr().err
+    assert "bad.toml" in err and "world.iterations" in err and "Traceback" not in err
+    assert run_app("cloth", integrator="rk5") == 1
+    assert "rk5" in capsys.readouterr().err
+
+
+def test_run_app_opens_a_level_and_returns_0():
+    assert run_app("cloth", frames=3) == 0
+
+
+def test_divergence_pauses_with_a_banner_and_R_resets(app, monkeypatch, capsys):
+    run(app, 2)
+
+    def explode(h):
+        raise SimulationDiverged(1.25, "euler", h)
+
+    monkeypatch.setattr(app.world, "step", explode)
+    app.frame(H)
+    assert app.paused
+    title, detail = app.banner
+    assert "Explicit Euler" in title and "16.667 ms" in detail and "1.2500" in detail
+    assert "diverged" in capsys.readouterr().err
+    press(app, pygame.K_r)
+    assert app.banner is None and not app.paused and app.world.t > 0
+
+
+def test_a_real_blow_up_is_caught_and_the_world_kept_finite(app):
+    app.world.particles.x[5] = 1e300                   # squares overflow: non-finite step
+    app.frame(H)
+    assert app.paused and "diverged" in app.banner[0]
+    assert np.isfinite(app.world.particles.x[np.arange(app.world.n) != 5]).all()
+
+
+def test_an_impossible_energy_jump_pauses(app):
+    run(app, 2)
+    app.world.particles.v[:] = 3e3                     # 0.5 * 3 kg * (4.2 km/s)^2
+    app.world.start(H)
+    app.frame(H)
+    assert app.paused and "energy jumped" in app.banner[1]
+
+
+def test_failing_commands_become_messages_never_exceptions(app, monkeypatch, tmp_path):
+    def broken(path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(app.world, "save", broken)
+    press(app, pygame.K_F5)
+    assert "disk full" in app.messages[-1][0] and app.messages[-1][2]
+    snaps = app.out_dir / "snapshots"
+    snaps.mkdir(parents=True, exist_ok=True)
+    (snaps / "snapshot-20990101-000000.npz").write_bytes(b"not a snapshot")
+    h = app.world.state_hash()
+    press(app, pygame.K_F9, dt=0.0)
+    assert app.world.state_hash() == h and "not a readable snapshot" in app.messages[-1][0]
+    app.do("no_such_action")
+    assert app.running and app.messages[-1][2]
+
+
+def test_random_input_never_raises(app):
+    rng = np.random.default_rng(1)
+    keys = [b.key for b in KEYMAP if b.action not in ("quit", "level", "screenshot")]
+    mods = [0, pygame.KMOD_SHIFT, pygame.KMOD_CTRL]
+    for _ in range(150):
+        pos = (int(rng.integers(-50, SIZE[0] + 50)), int(rng.integers(-50, SIZE[1] + 50)))
+        kind = rng.integers(5)
+        if kind == 0:
+            press(app, int(rng.choice(keys)), int(rng.choice(mods)), dt=float(rng.uniform(0, .1)))
+            continue
+        if kind == 1:
+            post_mouse(pygame.MOUSEBUTTONDOWN, pos, int(rng.integers(1, 4)),
+                       int(rng.choice(mods)))
+        elif kind == 2:
+            post_mouse(pygame.MOUSEMOTION, pos)
+        elif kind == 3:
+            post_mouse(pygame.MOUSEBUTTONUP, pos, int(rng.integers(1, 4)))
+        else:
+            pygame.event.post(pygame.event.Event(pygame.MOUSEWHEEL, x=0,
+                                                 y=int(rng.integers(-3, 4))))
+        app.frame(float(rng.choice([H, 0.0, 0.3, -1.0, math.nan])))
+    assert app.running
+    assert np.isfinite(app.world.particles.x).all() or app.banner is not None
+
+
+# --------------------------------------------------------------------------- pieces
+
+def test_camera_round_trip_and_y_flip():
+    cam = Camera((800, 600), center=(1.0, 2.0), width=8.0)
+    assert cam.to_screen([1.0, 2.0]) == pytest.approx([400, 300])
+    assert cam.to_screen([1.0, 3.0])[1] < 300          # up in the world is up on screen
+    pts = np.random.default_rng(0).normal(size=(50, 2))
+    assert cam.to_world(cam.to_screen(pts)) == pytest.approx(pts)
+
+
+def test_raster_draws_clipped_gapless_lines_and_ignores_non_finite():
+    pix = np.zeros((20, 30), np.uint32)
+    raster.segments(pix, np.array([[2.0, 3.0]]), np.array([[12.0, 3.0]]), 7)
+    assert np.flatnonzero(pix[3]).tolist() == list(range(2, 13))
+    pix[:] = 0
+    raster.segments(pix, np.array([[-1e9, 5.0]]), np.array([[1e9, 5.0]]), 1)
+    assert (pix[5] == 1).all() and pix.sum() == 30
+    pix[:] = 0
+    raster.segments(pix, np.array([[0.0, 0.0]]), np.array([[29.0, 19.0]]), 1)
+    ys, xs = np.nonzero(pix)
+    assert len(set(xs.tolist())) == 30                # one pixel per column: no gap
+    pix[:] = 0
+    raster.segments(pix, np.array([[np.nan, 0.0], [1e308, -1e308]]),
+                    np.array([[3.0, 3.0], [-1e308, 1e308]]), 1)
+    assert pix.sum() == 0
