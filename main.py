@@ -52,6 +52,11 @@ def cmd_simulate(args) -> int:
     return run_simulate(args)
 
 
+def cmd_bench(args) -> int:
+    from sandbox.bench import run_bench
+    return run_bench(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main.py", description=(
         "Verlet Sandbox: an interactive 2D particle sandbox that shows why integrators "
@@ -94,6 +99,28 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=None, help="override the level's seed")
     sim.add_argument("--out", required=True, metavar="FILE.npz", help="output file")
     sim.set_defaults(func=cmd_simulate)
+
+    bench = sub.add_parser("bench", help="time the scenario table against pymunk; "
+                                         "results per machine in bench/results/")
+    bench.add_argument("--quick", action="store_true",
+                       help="about a minute: fewer rounds and frames, largest extras skipped")
+    bench.add_argument("--only", metavar="NAME[,NAME]", default=None,
+                       help="run only these scenarios (see --list)")
+    bench.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    bench.add_argument("--json", metavar="FILE", default=None, help="also write JSON here")
+    bench.add_argument("--csv", metavar="FILE", default=None, help="also write CSV here")
+    bench.add_argument("--profile", metavar="NAME", default=None,
+                       help="profile one scenario's frames under cProfile instead")
+    bench.add_argument("--rounds", type=int, default=None, metavar="N",
+                       help="timed rounds per scenario (default 7, quick 3)")
+    bench.add_argument("--frames", type=int, default=None, metavar="N",
+                       help="frames per round (default: per scenario)")
+    bench.add_argument("--no-pymunk", action="store_true", help="skip the pymunk twins")
+    bench.add_argument("--results-dir", default="bench/results", metavar="DIR",
+                       help="per-machine results folder (default: bench/results)")
+    bench.add_argument("--no-save", action="store_true",
+                       help="do not write the per-machine results")
+    bench.set_defaults(func=cmd_bench)
     return p
 
 

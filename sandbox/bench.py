@@ -1,0 +1,1015 @@
+"""The benchmark: a table of named scenarios, timed frame by frame against pymunk in one process.
+
+A *scenario* is data: a ``WorldConfig``, the bodies as ``(BUILDERS name, keyword
+arguments)`` pairs, the static shapes as level-file tables, a view and a frame count. It
+is built by the same builders the levels use (``sandbox.sim.builders.BUILDERS``, looked up
+when the scene is built, so the benchmark can never drift from a private copy), and the
+pymunk *twin* is then made from the built world's own arrays: the same particles, masses,
+pins, links, walls and shapes, so both engines run one scene.
+
+One *frame* is ``world.step(1/60)`` with the scene's substeps and iterations (physics),
+then drawing the world offscreen on a real 1280 x 800 ``pygame.Surface`` (rendering), with
+the app's renderer when it can be imported. pymunk's frame is one ``space.step(1/60)``
+with ``space.iterations`` equal to our pass count ``substeps x iterations``. The timing
+is Box2D's benchmark recipe: warm up (numba kernels compiled or loaded from their disk
+cache, then two untimed frames of each engine), then ``rounds`` rounds, each ``frames``
+of ours followed by ``frames`` of pymunk (round-robin, so a slow spell of a shared
+machine hits both), with the garbage collector off while a round runs. A round gives one
+ms-per-frame value; the table shows the median over rounds and the min..max spread.
+
+The targets are printed beside the numbers as PASS or FAIL; nothing here asserts them
+(the tests check correctness only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import csv
+import gc
+import io
+import json
+import math
+import os
+import platform
+import pstats
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .sim import builders, kernels
+from .sim.atomic import atomic_write_text
+from .sim.constraints import ROPE
+from .sim.world import World, WorldConfig
+
+# Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+H = 1.0 / 60.0                      # s: one frame
+SCREEN = (1280, 800)                # px: the offscreen surface
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = ROOT / "bench" / "results"
+ROUNDS, QUICK_ROUNDS = 7, 3
+
+
+# --------------------------------------------------------------------------- scenarios
+
+@dataclass(frozen=True)
+class Scenario:
+    """One named benchmark scene; everything needed to build it again, and no code copy.
+
+    ``bodies`` are ``(name in BUILDERS, keyword arguments)``; ``extra`` adds particles no
+    builder makes (random n-body systems, a pile of balls) from a seeded generator;
+    ``shapes`` are ``[[shapes]]`` tables of a level file, added with ``World.add_shape``.
+    ``needs`` names ``World`` attributes the scene cannot run without.
+    """
+
+    name: str
+    group: str
+    title: str
+    config: dict[str, Any]
+    bodies: tuple[tuple[str, dict[str, Any]], ...] = ()
+    extra: Callable[[World, np.random.Generator], None] | None = None
+    shapes: tuple[dict[str, Any], ...] = ()
+    view: tuple[tuple[float, float], float] = ((0.0, 0.2), 6.0)   # centre (m), width (m)
+    frames: int = 10                # frames per round
+    quick: bool = True              # part of --quick
+    twin: bool = True               # has a pymunk twin
+    no_twin: str = ""               # why not, when it has none
+    needs: tuple[str, ...] = ()
+    seed: int = 0
+
+    @property
+    def passes(self) -> int:
+        """Constraint passes per frame: substeps x iterations (pymunk's iterations)."""
+        return int(self.config.get("substeps", 1)) * max(int(self.config.get("iterations", 10)), 1)
+
+
+def _cloth(n: int, shear: bool, dtype: str = "float64", substeps: int = 20,
+           iterations: int = 1, suffix: str = "", group: str = "cloth", frames: int = 0,
+           quick: bool = True) -> Scenario:
+    """An ``n x n`` cloth as in ``levels/cloth_200.toml``: about 4 m square, pinned at five
+    points along the top (a fully pinned top row would make it effectively 1-D)."""
+    spacing = 4.0 / n
+    kind = "structural + shear" if shear else "structural"
+    name = f"cloth{n}{'_shear' if shear else ''}{suffix}"
+    extra = "" if dtype == "float64" else f", {dtype}"
+    return Scenario(
+        name=name, group=group,
+        title=f"cloth {n}x{n} {kind}, {substeps}x{iterations}{extra}",
+        config=dict(substeps=substeps, iterations=iterations, dtype=dtype),
+        bodies=(("cloth", dict(cols=n, rows=n, spacing=spacing,
+                               origin=(-spacing * (n - 1) / 2, 2.0), pins="top_points",
+                               mass=0.001, shear=shear)),),
+        view=((0.0, 0.2), 6.0), frames=frames or {50: 30, 100: 15}.get(n, 8), quick=quick,
+        twin=dtype == "float64" and group == "cloth",
+        no_twin=("pymunk computes in float64 only: compare with the float64 row"
+                 if dtype != "float64" else
+                 "pymunk has no substeps: its twin is the cloth100_shear row "
+                 "(iterations = 20)"))
+
+
+def _nbody_disc(n: int, radius: float = 10.0, total_mass: float = 100.0):
+    """``n`` equal bodies uniformly in a disc of ``radius`` m, total ``total_mass`` kg,
+    on near-circular orbits about the centre with 10 % random velocity. With G = 1 the
+    mass inside ``r`` is ``M r^2 / R^2``, so the circular speed is ``sqrt(M r) / R``."""
+    def add(world: World, rng: np.random.Generator) -> None:
+        r = radius * np.sqrt(rng.random(n))
+        th = 2.0 * np.pi * rng.random(n)
+        x = np.stack([r * np.cos(th), r * np.sin(th)], axis=1)
+        speed = np.sqrt(world.config.G * total_mass * r) / radius
+        v = speed[:, None] * np.stack([-np.sin(th), np.cos(th)], axis=1)
+        v += 0.1 * speed.mean() * rng.standard_normal((n, 2))
+        v -= v.mean(axis=0)                        # centre of mass at rest
+        world.add_particles(x, v, mass=total_mass / n, radius=0.05)
+    return add
+
+
+def _nbody(n: int, integrator: str, frames: int) -> Scenario:
+    short = {"velocity_verlet": "vv", "rk4": "rk4"}[integrator]
+    return Scenario(
+        name=f"nbody{n}_{short}", group="n-body",
+        title=f"n-body {n:,} bodies, {integrator}, 1 step/frame",
+        config=dict(G=1.0, gravity=(0.0, 0.0), softening=0.1, integrator=integrator,
+                    substeps=1, iterations=1),
+        extra=_nbody_disc(n), view=((0.0, 0.0), 30.0), frames=frames, twin=False,
+        no_twin="pymunk has no n-body gravity (only a uniform field)")
+
+
+BALLS, BALL_RADIUS = 2000, 0.05
+
+
+def _ball_block(world: World, rng: np.random.Generator) -> None:
+    """2,000 balls of radius 5 cm in a 40 x 50 block above the funnel, 1 cm apart, with
+    1 mm of random jitter so the pile does not stack in perfect columns."""
+    cols, rows, gap = 40, BALLS // 40, 2 * BALL_RADIUS + 0.01
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    x = np.stack([(c.ravel() - (cols - 1) / 2) * gap, 4.5 + r.ravel() * gap], axis=1)
+    x += 0.001 * rng.standard_normal(x.shape)
+    world.add_particles(x, mass=0.05, radius=BALL_RADIUS)
+
+
+PILE_SHAPES = (
+    {"type": "segment", "a": (-2.9, 4.0), "b": (-0.45, 2.2), "thickness": 0.05},
+    {"type": "segment", "a": (2.9, 4.0), "b": (0.45, 2.2), "thickness": 0.05},
+    {"type": "circle", "center": (-1.3, 0.4), "radius": 0.45},
+    {"type": "circle", "center": (1.3, 0.4), "radius": 0.45},
+    {"type": "box", "min": (-0.35, -0.6), "max": (0.35, -0.2)},
+    {"type": "polygon", "points": ((-3.0, -1.0), (-2.0, -1.0), (-3.0, 0.0))},
+)
+
+
+def _scenarios() -> dict[str, Scenario]:
+    cloths = [_cloth(n, shear) for n in (50, 100, 200) for shear in (False, True)]
+    f32 = [_cloth(n, shear, dtype="float32", suffix="_f32", group="float32",
+                  quick=(n == 200 and shear)) for n in (100, 200) for shear in (False, True)]
+    trade = [_cloth(100, True, substeps=s, iterations=i, suffix=f"_{s}x{i}", group="trade-off")
+             for s, i in ((1, 20), (5, 4))]
+    rope = Scenario(
+        name="rope1000", group="rope", title="rope 1,000 links, 20x1",
+        config=dict(substeps=20, iterations=1),
+        bodies=(("rope", dict(start=(-5.0, 3.0), end=(5.0, 3.0), segments=1000, mass=0.01,
+                              pin="start", kind="rope")),),
+        view=((0.0, -1.0), 12.0), frames=30)
+    soft = Scenario(
+        name="soft_blob", group="soft body",
+        title="soft blob 16x16 on a floor (bounds), 20x1",
+        config=dict(substeps=20, iterations=1, bounds=(-4.0, -2.0, 4.0, 6.0),
+                    restitution=0.3, friction=0.5),
+        bodies=(("soft_blob", dict(center=(0.0, -1.0), cols=16, rows=16, spacing=0.1,
+                                   mass=0.05, radius=0.04, compliance=1e-5)),),
+        view=((0.0, 0.8), 9.0), frames=30)
+    nbody = [_nbody(100, "velocity_verlet", 60), _nbody(100, "rk4", 30),
+             _nbody(1000, "velocity_verlet", 10), _nbody(1000, "rk4", 5)]
+    pile = Scenario(
+        name="pile2000", group="pile", title="2,000 balls on static shapes, 10x1",
+        config=dict(substeps=10, iterations=1, bounds=(-3.0, -1.0, 3.0, 12.0),
+                    collide_particles=True, friction=0.3),
+        extra=_ball_block, shapes=PILE_SHAPES, view=((0.0, 4.0), 12.0), frames=8,
+        needs=("add_shape",))
+    table = [*cloths, *f32, *trade, rope, soft, *nbody, pile]
+    return {s.name: s for s in table}
+
+
+#: Every scenario by name, in table order.
+SCENARIOS: dict[str, Scenario] = _scenarios()
+
+
+def build_world(sc: Scenario) -> World:
+    """A started world holding the scenario's bodies (via ``BUILDERS``) and shapes."""
+    missing = [a for a in sc.needs if not hasattr(World, a)]
+    if missing:
+        raise RuntimeError(f"{sc.name}: World has no {', '.join(missing)}")
+    world = World(WorldConfig(**sc.config))
+    for kind, params in sc.bodies:
+        builders.BUILDERS[kind](world, **params)
+    if sc.extra is not None:
+        sc.extra(world, np.random.default_rng(sc.seed))
+    for shape in sc.shapes:
+        world.add_shape(shape["type"], **{k: v for k, v in shape.items() if k != "type"})
+    world.start(H)
+    return world
+
+
+def skip_reason(sc: Scenario) -> str | None:
+    """Why a scenario cannot run on this code base, or None."""
+    if any(not hasattr(World, a) for a in sc.needs):
+        return "skipped: colliders not available"
+    return None
+
+
+# --------------------------------------------------------------------------- pymunk twin
+
+class PymunkTwin:
+    """pymunk's version of a built world: the same particles, masses, pins, links, walls
+    and static shapes, stepped once per frame with ``iterations`` = our pass count.
+
+    Particles are dynamic bodies at the same positions and velocities; a pinned particle
+    (``inv_mass == 0``) is a STATIC body. A particle that touches things (the scene has
+    walls, shapes or particle contacts and its radius is > 0) gets a ``Circle`` shape and
+    a disc's moment; the others are shapeless with an infinite moment (a point mass).
+    Rigid sticks are ``PinJoint``s at our rest length, rope links ``SlideJoint(0, rest)``.
+    Compliant links become ``PinJoint``s too: pymunk's ``DampedSpring`` is explicit, and
+    ``k = 1/compliance`` = 1e5 N/m on 50 g particles (the soft blob) blows up at 1/60 s.
+    """
+
+    def __init__(self, world: World, shapes: Iterable[dict] = (), h: float = H) -> None:
+        import pymunk
+
+        self.h = h
+        cfg, p, c = world.config, world.particles, world.constraints
+        self.constraints = world.constraints       # strain of pymunk's positions (no tearing)
+        passes = cfg.substeps * max(cfg.iterations, 1)
+        space = pymunk.Space(threaded=False)
+        space.iterations = passes
+        space.gravity = (float(cfg.gravity[0]), float(cfg.gravity[1]))
+        space.damping = math.exp(-cfg.drag * h)
+        # pymunk's default slop lets shapes overlap 10 cm: ours allows none. 1 mm here.
+        space.collision_slop = 1e-3
+        shapes = list(shapes)
+        contacts = cfg.bounds is not None or bool(shapes) or cfg.collide_particles
+        # Particles of one world never touch each other unless the world collides them.
+        own = pymunk.ShapeFilter(group=1)
+        self.bodies: list = []
+        add: list = []
+        counts = dict(point=0, ball=0, static=0, pin=0, slide=0, walls=0, shapes=0, soft=0)
+        for xk, vk, mk, wk, rk in zip(p.x.tolist(), p.v.tolist(), p.mass.tolist(),
+                                      p.inv_mass.tolist(), p.radius.tolist(), strict=True):
+            ball = contacts and rk > 0
+            if wk == 0:
+                b = pymunk.Body(body_type=pymunk.Body.STATIC)
+                counts["static"] += 1
+            elif ball:
+                b = pymunk.Body(mk, pymunk.moment_for_circle(mk, 0.0, rk))
+                counts["ball"] += 1
+            else:
+                b = pymunk.Body(mk, math.inf)
+                counts["point"] += 1
+            b.position = xk
+            if wk != 0:
+                b.velocity = vk
+            add.append(b)
+            self.bodies.append(b)
+            if ball:
+                s = pymunk.Circle(b, rk)
+                s.friction, s.elasticity = cfg.friction, cfg.restitution
+                if not cfg.collide_particles:
+                    s.filter = own
+                add.append(s)
+        origin = (0.0, 0.0)
+        for i, j, rest, comp, kind in zip(c.i.tolist(), c.j.tolist(), c.rest.tolist(),
+                                          c.compliance.tolist(), c.kind.tolist(), strict=True):
+            bi, bj = self.bodies[i], self.bodies[j]
+            if p.inv_mass[i] == 0 and p.inv_mass[j] == 0:
+                continue                                # moves nothing
+            if kind == ROPE:
+                jt = pymunk.SlideJoint(bi, bj, origin, origin, 0.0, rest)
+                counts["slide"] += 1
+            else:
+                jt = pymunk.PinJoint(bi, bj, origin, origin)
+                jt.distance = rest
+                counts["pin"] += 1
+                counts["soft"] += comp > 0
+            add.append(jt)
+        static = space.static_body
+        if cfg.bounds is not None:
+            x0, y0, x1, y1 = cfg.bounds
+            for a, b in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)),
+                         ((x0, y1), (x0, y0))):
+                s = pymunk.Segment(static, a, b, 0.0)
+                s.friction, s.elasticity = cfg.friction, cfg.restitution
+                add.append(s)
+                counts["walls"] += 1
+        for shape in shapes:
+            s = _pymunk_shape(pymunk, static, shape)
+            f, e = shape.get("friction"), shape.get("restitution")
+            s.friction = cfg.friction if f is None else f
+            s.elasticity = cfg.restitution if e is None else e
+            add.append(s)
+            counts["shapes"] += 1
+        space.add(*add)
+        self.space = space
+        self.counts = counts
+        parts = [f"space.iterations={passes}", "one step of 1/60 s per frame",
+                 f"gravity={space.gravity}", f"damping={space.damping:g}",
+                 "collision_slop=1 mm", "threaded=False", "sleeping off"]
+        if counts["point"]:
+            parts.append(f"{counts['point']} shapeless bodies (moment inf)")
+        if counts["ball"]:
+            parts.append(f"{counts['ball']} bodies with Circle shapes")
+        if counts["static"]:
+            parts.append(f"{counts['static']} STATIC bodies for pins")
+        if counts["pin"]:
+            parts.append(f"{counts['pin']} PinJoint")
+        if counts["soft"]:
+            parts.append(f"({counts['soft']} of them for compliant links: rigid in pymunk)")
+        if counts["slide"]:
+            parts.append(f"{counts['slide']} SlideJoint(min 0, max rest)")
+        if counts["walls"]:
+            parts.append(f"{counts['walls']} static Segment walls")
+        if counts["shapes"]:
+            parts.append(f"{counts['shapes']} static shapes")
+        self.settings = ", ".join(parts)
+
+    def step(self) -> None:
+        self.space.step(self.h)
+
+    def positions(self) -> np.ndarray:
+        return np.array([tuple(b.position) for b in self.bodies], float).reshape(-1, 2)
+
+    def constraint_error(self) -> tuple[float, float]:
+        """Mean and max relative stretch of pymunk's links, measured as ours are."""
+        return self.constraints.error(self.positions())
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.positions()).all())
+
+
+def _pymunk_shape(pymunk, body, shape: dict):
+    """A static pymunk shape from a level-file shape table."""
+    kind = shape["type"]
+    if kind == "circle":
+        return pymunk.Circle(body, float(shape["radius"]), tuple(shape["center"]))
+    if kind == "segment":
+        return pymunk.Segment(body, tuple(shape["a"]), tuple(shape["b"]),
+                              float(shape.get("thickness", 0.0)))
+    if kind == "polygon":
+        return pymunk.Poly(body, [tuple(q) for q in shape["points"]])
+    if kind == "box":
+        (x0, y0), (x1, y1) = shape["min"], shape["max"]
+        return pymunk.Poly(body, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+    raise ValueError(f"unknown shape type {kind!r}")
+
+
+# --------------------------------------------------------------------------- drawing
+
+class Drawer:
+    """Draws a world offscreen on a real 32-bit ``pygame.Surface``, as the app would.
+
+    Uses the app's ``WorldRenderer`` and ``Camera`` (background, shapes, strain colours,
+    links, particles, pins: ``App.draw`` without the HUD) when ``sandbox.app`` can be
+    imported; otherwise, or if the app's renderer raises, the minimal batched renderer
+    below. ``kind`` says which one drew.
+    """
+
+    def __init__(self, size: tuple[int, int] = SCREEN, prefer_app: bool = True) -> None:
+        import pygame
+
+        self.surface = pygame.Surface(size, 0, 32)
+        self.size = size
+        self.note = ""
+        self._app = None
+        if prefer_app:
+            try:
+                from .app.camera import Camera
+                from .app.render import WorldRenderer
+            except ImportError as e:
+                self.note = f"app renderer not importable ({e}); minimal renderer"
+            else:
+                self._app = (WorldRenderer(), Camera(size))
+        self.kind = "app" if self._app else "minimal"
+        self.center, self.width = np.zeros(2), 10.0
+
+    def view(self, center, width: float) -> None:
+        self.center, self.width = np.asarray(center, float), float(width)
+        if self._app is not None:
+            self._app[1].frame(center, width)
+
+    def draw(self, world: World) -> None:
+        if self._app is not None:
+            try:
+                r, cam = self._app
+                surf = self.surface
+                r.background(surf, cam, world.config.bounds)
+                r.shapes(surf, cam, getattr(world, "shapes", None))
+                c = world.constraints
+                strain = c.strain(world.particles.x) if len(c) else np.zeros(0)
+                r.world(surf, cam, world, world.particles.x, strain)
+                return
+            except Exception as e:       # the app is someone else's moving target
+                self.note = f"app renderer failed ({type(e).__name__}: {e}); minimal renderer"
+                self._app = None
+                self.kind = "minimal"
+        draw_minimal(self.surface, world, self.center, self.size[0] / self.width)
+
+
+def draw_minimal(surface, world: World, center, scale: float) -> None:
+    """Every link as a sampled line and every particle as a pixel, with a few numpy
+    assignments into ``pygame.surfarray.pixels2d`` (never one draw call per link).
+
+    A link ``p -> q`` of ``L`` px along its longer axis gets ``n`` samples, ``n`` the
+    power of two at or above ``L + 1`` (at most 256): the links are grouped by ``n`` so
+    each group is one ``(links, n)`` broadcast.
+    """
+    import pygame
+
+    w, h = surface.get_size()
+    surface.fill((18, 20, 27))
+    s = (world.particles.x - np.asarray(center, float)) * (scale * np.array([1.0, -1.0]))
+    s += np.array([w / 2, h / 2])
+    link = surface.map_rgb((185, 190, 205))
+    dot = surface.map_rgb((225, 228, 236))
+    pix = pygame.surfarray.pixels2d(surface)            # (W, H) view, locks the surface
+    try:
+        c = world.constraints
+        if len(c):
+            p, q = s[c.i], s[c.j]
+            d = q - p
+            span = np.nan_to_num(np.abs(d).max(axis=1), nan=0.0, posinf=256, neginf=0)
+            n = 2 ** np.ceil(np.log2(np.clip(span, 1.0, 255.0) + 1.0)).astype(int)
+            for k in np.unique(n):
+                sel = n == k
+                t = np.linspace(0.0, 1.0, k)
+                pts = p[sel, None, :] + t[None, :, None] * d[sel, None, :]
+                _plot(pix, pts.reshape(-1, 2), link, w, h)
+        _plot(pix, s, dot, w, h)
+    finally:
+        del pix
+
+
+def _plot(pix: np.ndarray, pts: np.ndarray, colour: int, w: int, h: int) -> None:
+    with np.errstate(invalid="ignore"):
+        ok = (pts[:, 0] >= 0) & (pts[:, 0] < w) & (pts[:, 1] >= 0) & (pts[:, 1] < h)
+    ij = pts[ok].astype(np.intp)
+    pix[ij[:, 0], ij[:, 1]] = colour
+
+
+# --------------------------------------------------------------------------- measuring
+
+CSV_COLUMNS = [
+    "name", "group", "title", "status", "particles", "constraints", "dtype", "integrator",
+    "substeps", "iterations", "passes", "rounds", "frames",
+    "physics_ms", "physics_ms_min", "physics_ms_max", "physics_ms_q1", "physics_ms_q3",
+    "render_ms", "render_ms_min", "render_ms_max", "frame_ms", "steps_per_s",
+    "substeps_per_s", "error_mean", "error_max",
+    "pymunk_ms", "pymunk_ms_min", "pymunk_ms_max", "ratio", "pymunk_error_mean",
+    "pymunk_error_max", "pymunk_settings", "build_ms", "pymunk_build_ms", "first_frame_ms",
+    "renderer", "note",
+]
+
+
+def _stats(values: list[float], key: str) -> dict[str, float]:
+    a = np.asarray(values, float)
+    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    return {key: float(med), f"{key}_min": float(a.min()), f"{key}_max": float(a.max()),
+            f"{key}_q1": float(q1), f"{key}_q3": float(q3)}
+
+
+def _row(sc: Scenario) -> dict[str, Any]:
+    cfg = WorldConfig(**sc.config)
+    row: dict[str, Any] = {k: None for k in CSV_COLUMNS}
+    row.update(name=sc.name, group=sc.group, title=sc.title, dtype=cfg.dtype,
+               integrator=cfg.integrator, substeps=cfg.substeps, iterations=cfg.iterations,
+               passes=sc.passes, note="")
+    if not sc.twin:
+        row["pymunk_settings"] = f"none: {sc.no_twin}"
+    return row
+
+
+def run_scenario(sc: Scenario, rounds: int, frames: int, drawer: Drawer | None,
+                 pymunk: bool = True, tick: Callable[[int], None] | None = None
+                 ) -> dict[str, Any]:
+    """Build, warm up and time one scenario; returns its row (``CSV_COLUMNS`` keys plus
+    the per-round values). A failure of our engine is reported in ``status``."""
+    row = _row(sc)
+    tick = tick or (lambda n: None)
+    use_twin = pymunk and sc.twin
+    total = rounds * frames * (2 if use_twin else 1)
+    reason = skip_reason(sc)
+    if reason:
+        row["status"] = reason
+        tick(total)
+        return row
+    try:
+        t0 = time.perf_counter()
+        world = build_world(sc)
+        row["build_ms"] = 1e3 * (time.perf_counter() - t0)
+        row["particles"], row["constraints"] = world.n, len(world.constraints)
+        twin = None
+        if use_twin:
+            t0 = time.perf_counter()
+            twin = PymunkTwin(world, sc.shapes)
+            row["pymunk_build_ms"] = 1e3 * (time.perf_counter() - t0)
+            row["pymunk_settings"] = twin.settings
+        elif pymunk is False and sc.twin:
+            row["pymunk_settings"] = "not run (--no-pymunk)"
+        if drawer is not None:
+            drawer.view(*sc.view)
+        # Warm-up: the first frame compiles any new kernel specialisation (float32).
+        t0 = time.perf_counter()
+        world.step(H)
+        row["first_frame_ms"] = 1e3 * (time.perf_counter() - t0)
+        world.step(H)
+        if drawer is not None:
+            drawer.draw(world)
+            drawer.draw(world)
+        if twin is not None:
+            twin.step()
+            twin.step()
+        phys, rend, frame, pm = [], [], [], []
+        clock = time.perf_counter
+        gc_was = gc.isenabled()
+        try:
+            for _ in range(rounds):
+                gc.collect()
+                gc.disable()
+                tp = tr = 0.0
+                for _ in range(frames):
+                    a = clock()
+                    world.step(H)
+                    b = clock()
+                    if drawer is not None:
+                        drawer.draw(world)
+                    tp += b - a
+                    tr += clock() - b
+                phys.append(1e3 * tp / frames)
+                rend.append(1e3 * tr / frames)
+                frame.append(1e3 * (tp + tr) / frames)
+                tick(frames)
+                if twin is not None:
+                    a = clock()
+                    for _ in range(frames):
+                        twin.step()
+                    pm.append(1e3 * (clock() - a) / frames)
+                    tick(frames)
+                if gc_was:
+                    gc.enable()
+        finally:
+            if gc_was:
+                gc.enable()
+    except Exception as e:          # a float32 kernel failure is a result, not a crash
+        row["status"] = f"failed: {type(e).__name__}: {e}"
+        return row
+    row.update(_stats(phys, "physics_ms"))
+    row.update({k: v for k, v in _stats(rend, "render_ms").items() if not k.endswith("q3")
+                and not k.endswith("q1")})
+    row["frame_ms"] = float(np.median(frame))
+    row["rounds"], row["frames"] = rounds, frames
+    row["steps_per_s"] = 1e3 / row["physics_ms"]
+    row["substeps_per_s"] = row["steps_per_s"] * world.config.substeps
+    if len(world.constraints):
+        row["error_mean"], row["error_max"] = world.constraint_error()
+    row["renderer"] = drawer.kind if drawer is not None else "none"
+    row["rounds_physics_ms"], row["rounds_render_ms"] = phys, rend
+    notes = []
+    if row["first_frame_ms"] > 5 * row["physics_ms"] + 50:
+        notes.append(f"first frame {row['first_frame_ms']:.0f} ms (kernel specialisation "
+                     "compiled or loaded; not timed)")
+    if drawer is not None and drawer.note:
+        notes.append(drawer.note)
+    if twin is not None:
+        st = _stats(pm, "pymunk_ms")
+        row.update(pymunk_ms=st["pymunk_ms"], pymunk_ms_min=st["pymunk_ms_min"],
+                   pymunk_ms_max=st["pymunk_ms_max"], rounds_pymunk_ms=pm,
+                   ratio=st["pymunk_ms"] / row["physics_ms"])
+        if len(world.constraints):
+            row["pymunk_error_mean"], row["pymunk_error_max"] = twin.constraint_error()
+        if not twin.is_finite():
+            notes.append("pymunk state became non-finite")
+    elif not sc.twin:
+        notes.append(f"no pymunk twin: {sc.no_twin}")
+    row["note"] = "; ".join(notes)
+    row["status"] = "ok"
+    return row
+
+
+# --------------------------------------------------------------------------- targets
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    scenario: str
+    key: str
+    op: str                         # "<=" or ">="
+    limit: float
+    unit: str
+
+    def check(self, rows: dict[str, dict]) -> dict[str, Any]:
+        row = rows.get(self.scenario)
+        value = None if row is None else row.get(self.key)
+        if row is None:
+            result = "not run"
+        elif value is None:
+            result = "n/a" if row.get("status") == "ok" else str(row.get("status"))
+        else:
+            ok = value <= self.limit if self.op == "<=" else value >= self.limit
+            result = "PASS" if ok else "FAIL"
+        return {"target": self.label, "scenario": self.scenario, "metric": self.key,
+                "measured": value, "op": self.op, "limit": self.limit, "unit": self.unit,
+                "result": result}
+
+
+TARGETS = (
+    Target("physics, 200x200 structural+shear cloth, 20 passes", "cloth200_shear",
+           "physics_ms", "<=", 6.0, "ms"),
+    Target("pymunk ms / ours, 200x200 structural cloth, same passes", "cloth200",
+           "ratio", ">=", 6.0, "x"),
+    Target("whole frame (physics + drawing), 200x200 structural cloth", "cloth200",
+           "frame_ms", "<=", 16.7, "ms"),
+    Target("whole frame (physics + drawing), 200x200 structural+shear", "cloth200_shear",
+           "frame_ms", "<=", 16.7, "ms"),
+    Target("n-body 1,000 bodies, velocity Verlet, per step", "nbody1000_vv",
+           "physics_ms", "<=", 5.0, "ms"),
+)
+
+
+# --------------------------------------------------------------------------- machine
+
+def _slug(text: str) -> str:
+    text = re.sub(r"\((r|tm)\)|\bcpu\b|@.*$", " ", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-") or "unknown"
+
+
+def describe_machine() -> dict[str, Any]:
+    """CPU model and cores, OS, and the versions of everything that is timed."""
+    cpu, physical = platform.processor() or "unknown", None
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        info = ""
+    if m := re.search(r"^model name\s*:\s*(.+)$", info, re.M):
+        cpu = m.group(1).strip()
+    if m := re.search(r"^cpu cores\s*:\s*(\d+)$", info, re.M):
+        physical = int(m.group(1))
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:                         # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    out: dict[str, Any] = {
+        "hostname": socket.gethostname(), "cpu": cpu, "cores_logical": os.cpu_count(),
+        "cores_physical_per_socket": physical, "cores_usable": usable,
+        "platform": platform.platform(), "python": platform.python_version(),
+        "numpy": np.__version__}
+    for mod, attr in (("numba", "__version__"), ("pymunk", "version"),
+                      ("pygame", "__version__")):
+        try:
+            out[mod] = getattr(__import__(mod), attr)
+        except ImportError:
+            out[mod] = "not installed"
+    try:
+        import pymunk
+        out["chipmunk"] = pymunk.chipmunk_version
+    except ImportError:                           # pragma: no cover
+        pass
+    try:
+        out["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:                               # pragma: no cover
+        pass
+    try:
+        out["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+            text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        out["git_commit"] = None
+    out["id"] = f"{_slug(out['hostname'])}-{_slug(cpu)}"
+    return out
+
+
+# --------------------------------------------------------------------------- output
+
+def _f(v, fmt: str = "{:.2f}", none: str = "-") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return none
+    return fmt.format(v)
+
+
+def _ms(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" if v < 1 else f"{v:.2f}" if v < 100 else f"{v:.1f}"
+
+
+def format_table(rows: list[dict]) -> str:
+    """The results as a fixed-width text table, one line per scenario."""
+    head = ["scenario", "particles", "links", "passes", "dtype", "physics ms [min..max]",
+            "render ms", "frame ms", "steps/s", "err mean / max", "pymunk ms", "ratio",
+            "pymunk err mean / max"]
+    lines = []
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append([r["name"], _f(r["particles"], "{:,}"), _f(r["constraints"], "{:,}"),
+                          f"{r['substeps']}x{r['iterations']}", r["dtype"], r["status"]])
+            continue
+        lines.append([
+            r["name"], f"{r['particles']:,}", f"{r['constraints']:,}",
+            f"{r['substeps']}x{r['iterations']}", r["dtype"],
+            f"{_ms(r['physics_ms'])} [{_ms(r['physics_ms_min'])}..{_ms(r['physics_ms_max'])}]",
+            _ms(r["render_ms"]), _ms(r["frame_ms"]), f"{r['steps_per_s']:,.0f}",
+            (f"{r['error_mean']:.2e} / {r['error_max']:.2e}" if r["error_mean"] is not None
+             else "-"),
+            (f"{_ms(r['pymunk_ms'])} [{_ms(r['pymunk_ms_min'])}..{_ms(r['pymunk_ms_max'])}]"
+             if r["pymunk_ms"] is not None else "none"),
+            _f(r["ratio"], "{:.2f}x"),
+            (f"{r['pymunk_error_mean']:.2e} / {r['pymunk_error_max']:.2e}"
+             if r["pymunk_error_mean"] is not None else "-")])
+    widths = [len(h) for h in head]
+    for ln in lines:
+        if len(ln) == len(head):
+            widths = [max(w, len(c)) for w, c in zip(widths, ln, strict=True)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    out.append("  ".join("-" * w for w in widths))
+    for ln in lines:
+        if len(ln) == len(head):
+            out.append("  ".join(c.ljust(w) for c, w in zip(ln, widths, strict=True)))
+        else:
+            fixed = "  ".join(c.ljust(w) for c, w in zip(ln[:5], widths, strict=False))
+            out.append(f"{fixed}  {ln[5]}")
+    return "\n".join(out)
+
+
+def format_tradeoff(rows: dict[str, dict]) -> str | None:
+    """Passes spent as substeps or iterations on the 100x100 shear cloth: time and error."""
+    names = ["cloth100_shear_1x20", "cloth100_shear_5x4", "cloth100_shear"]
+    got = [rows[n] for n in names if n in rows and rows[n]["status"] == "ok"]
+    if len(got) < 2:
+        return None
+    base = next((r for r in got if r["substeps"] == 1), got[0])
+    out = ["substeps x iterations  physics ms  time vs 1x20  err mean  err max   "
+           "stiffer than 1x20 (mean err ratio)"]
+    for r in got:
+        out.append(f"{r['substeps']:>8} x {r['iterations']:<11}  {_ms(r['physics_ms']):>10}  "
+                   f"{r['physics_ms'] / base['physics_ms']:>11.2f}x  "
+                   f"{r['error_mean']:.2e}  {r['error_max']:.2e}  "
+                   f"{base['error_mean'] / max(r['error_mean'], 1e-300):>8.1f}x")
+    return "\n".join(out)
+
+
+def format_targets(targets: list[dict]) -> str:
+    out = []
+    for t in targets:
+        v = t["measured"]
+        shown = "-" if v is None else (f"{v:.2f} {t['unit']}" if t["unit"] == "ms"
+                                       else f"{v:.2f}{t['unit']}")
+        lim = (f"{t['op']} {t['limit']:g} {t['unit']}" if t["unit"] == "ms"
+               else f"{t['op']} {t['limit']:g}{t['unit']}")
+        out.append(f"{t['result']:<8} {t['target']:<60} {shown:>10}  ({lim}; {t['scenario']})")
+    return "\n".join(out)
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore",
+                       lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in CSV_COLUMNS})
+    atomic_write_text(path, buf.getvalue())
+
+
+def write_json(path: Path, report: dict) -> None:
+    atomic_write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
+
+
+# --------------------------------------------------------------------------- commands
+
+def select(only: str | None, quick: bool) -> list[Scenario]:
+    """Scenarios to run: ``only`` (comma-separated names, table order kept) or all;
+    ``quick`` drops the ones marked not quick unless named explicitly."""
+    if only:
+        names = [n.strip() for n in only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in SCENARIOS]
+        if unknown:
+            raise ValueError(f"unknown scenario {', '.join(unknown)}; "
+                             f"choose from: {', '.join(SCENARIOS)}")
+        return [SCENARIOS[n] for n in names]
+    return [s for s in SCENARIOS.values() if s.quick or not quick]
+
+
+def frames_for(sc: Scenario, quick: bool, override: int | None) -> int:
+    if override:
+        return override
+    return max(2, sc.frames // 3) if quick else sc.frames
+
+
+@dataclass
+class Options:
+    quick: bool = False
+    only: str | None = None
+    rounds: int | None = None
+    frames: int | None = None
+    pymunk: bool = True
+    draw: bool = True
+    progress: bool | None = None    # None: only on a terminal
+    extra: dict = field(default_factory=dict)
+
+
+def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
+    """Run the selected scenarios; returns the report (machine, run, rows, targets)."""
+    scenarios = select(opts.only, opts.quick)
+    rounds = opts.rounds or (QUICK_ROUNDS if opts.quick else ROUNDS)
+    machine = describe_machine()
+    t0 = time.perf_counter()
+    kernels.warm_up()
+    warm = time.perf_counter() - t0
+    drawer = Drawer() if opts.draw else None
+    plan = [(sc, frames_for(sc, opts.quick, opts.frames)) for sc in scenarios]
+    total = sum(rounds * f * (2 if (opts.pymunk and sc.twin) else 1) for sc, f in plan)
+    bar = _progress(total, opts.progress)
+    rows = []
+    started = datetime.now(UTC)
+    t_run = time.perf_counter()
+    try:
+        for sc, frames in plan:
+            bar.set_description(sc.name)
+            rows.append(run_scenario(sc, rounds, frames, drawer, opts.pymunk, bar.update))
+    finally:
+        bar.close()
+    by_name = {r["name"]: r for r in rows}
+    report = {
+        "machine": machine,
+        "run": {"started_utc": started.isoformat(timespec="seconds"),
+                "seconds": round(time.perf_counter() - t_run, 1),
+                "quick": opts.quick, "only": opts.only, "rounds": rounds,
+                "frame_h_s": H, "screen_px": list(SCREEN),
+                "numba_available": kernels.AVAILABLE, "warm_up_s": warm,
+                "renderer": drawer.kind if drawer else "none",
+                "timing": "median over rounds of the mean ms per frame in a round; "
+                          "ours then pymunk each round; gc off during a round"},
+        "rows": rows,
+        "targets": [t.check(by_name) for t in TARGETS],
+    }
+    return report
+
+
+def _progress(total: int, enabled: bool | None):
+    try:
+        from tqdm import tqdm
+    except ImportError:                            # pragma: no cover
+        tqdm = None
+    show = sys.stderr.isatty() if enabled is None else enabled
+    if tqdm is None or not show:
+        class _Null:
+            def update(self, n=1):
+                pass
+
+            def set_description(self, s):
+                pass
+
+            def close(self):
+                pass
+        return _Null()
+    return tqdm(total=total, unit="frame", file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def print_report(report: dict, out=sys.stdout) -> None:
+    m, run = report["machine"], report["run"]
+    p = lambda *a: print(*a, file=out)   # noqa: E731
+    p(f"machine: {m['cpu']}, {m['cores_usable']} usable cores ({m['cores_logical']} logical), "
+      f"{m['hostname']}, {m['platform']}")
+    p(f"versions: python {m['python']}, numpy {m['numpy']}, numba {m['numba']}, "
+      f"pymunk {m['pymunk']} (chipmunk {m.get('chipmunk', '?').split('-')[0]}), "
+      f"pygame {m['pygame']}; load average at start {m.get('load_average')}")
+    p(f"numba kernels warm_up(): {run['warm_up_s'] * 1e3:.0f} ms (compiled or loaded from "
+      f"the disk cache; not counted). Frame = 1/60 s; {run['rounds']} rounds after 2 "
+      f"warm-up frames; renderer: {run['renderer']} on a {SCREEN[0]}x{SCREEN[1]} Surface.")
+    p("")
+    p("pymunk settings per scenario:")
+    for r in report["rows"]:
+        if r.get("pymunk_settings"):
+            p(f"  {r['name']}: {r['pymunk_settings']}")
+    p("")
+    p(format_table(report["rows"]))
+    notes = [(r["name"], r["note"]) for r in report["rows"] if r.get("note")]
+    if notes:
+        p("")
+        for name, note in notes:
+            p(f"  {name}: {note}")
+    trade = format_tradeoff({r["name"]: r for r in report["rows"]})
+    if trade:
+        p("")
+        p("trade-off on the 100x100 structural+shear cloth, 20 passes per frame:")
+        p(trade)
+    p("")
+    p("targets (printed, never asserted):")
+    p(format_targets(report["targets"]))
+    p(f"\nran in {run['seconds']:.0f} s")
+
+
+def results_stem(machine: dict, opts: Options) -> str:
+    """Per-machine file name: the full table is ``<id>``; a quick or partial run gets a
+    suffix so it never overwrites the full results."""
+    stem = machine["id"]
+    if opts.only:
+        stem += "-partial"
+    elif opts.quick:
+        stem += "-quick"
+    return stem
+
+
+def profile(name: str, frames: int = 10, top: int = 25, out=sys.stdout,
+            draw: bool = True) -> int:
+    """Run ``frames`` frames (physics + drawing) of one scenario under cProfile and print
+    the functions that take the most time of their own, then the biggest cumulative."""
+    sc = SCENARIOS.get(name)
+    if sc is None:
+        print(f"error: unknown scenario {name!r}; choose from: {', '.join(SCENARIOS)}",
+              file=sys.stderr)
+        return 2
+    reason = skip_reason(sc)
+    if reason:
+        print(f"{name}: {reason}", file=out)
+        return 1
+    kernels.warm_up()
+    world = build_world(sc)
+    drawer = Drawer() if draw else None
+    if drawer:
+        drawer.view(*sc.view)
+    for _ in range(2):
+        world.step(H)
+        if drawer:
+            drawer.draw(world)
+    tp = tr = 0.0
+    pr = cProfile.Profile()
+    for _ in range(frames):
+        a = time.perf_counter()
+        pr.enable()
+        world.step(H)
+        b = time.perf_counter()
+        if drawer:
+            drawer.draw(world)
+        pr.disable()
+        tp += b - a
+        tr += time.perf_counter() - b
+    print(f"{sc.title}: {world.n:,} particles, {len(world.constraints):,} links; "
+          f"{frames} frames under cProfile: physics {1e3 * tp / frames:.1f} ms, drawing "
+          f"{1e3 * tr / frames:.1f} ms per frame (profiler overhead included; renderer: "
+          f"{drawer.kind if drawer else 'none'})", file=out)
+    for key, n in (("tottime", top), ("cumulative", top // 2)):
+        buf = io.StringIO()
+        st = pstats.Stats(pr, stream=buf).strip_dirs().sort_stats(key)
+        st.print_stats(n)
+        text = buf.getvalue()
+        body = text[text.find("   ncalls"):] if "   ncalls" in text else text
+        print(f"\ntop {n} by {key}:\n{body.rstrip()}", file=out)
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """The ``bench`` command; returns the exit code."""
+    if getattr(args, "list", False):
+        for sc in SCENARIOS.values():
+            print(f"{sc.name:<22} {sc.group:<10} {sc.title}")
+        return 0
+    if getattr(args, "profile", None):
+        return profile(args.profile, frames=args.frames or 10)
+    opts = Options(quick=args.quick, only=args.only, rounds=args.rounds, frames=args.frames,
+                   pymunk=not args.no_pymunk)
+    try:
+        select(opts.only, opts.quick)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    outs = [Path(p) for p in (args.json, args.csv) if p]
+    for p in outs:
+        if not p.parent.is_dir():
+            print(f"error: {p}: folder {p.parent} does not exist", file=sys.stderr)
+            return 2
+    report = run_table(opts)
+    print_report(report)
+    written = []
+    if args.json:
+        write_json(Path(args.json), report)
+        written.append(args.json)
+    if args.csv:
+        write_csv(Path(args.csv), report["rows"])
+        written.append(args.csv)
+    if not args.no_save:
+        folder = Path(args.results_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = results_stem(report["machine"], opts)
+        write_json(folder / f"{stem}.json", report)
+        write_csv(folder / f"{stem}.csv", report["rows"])
+        written += [str(folder / f"{stem}.json"), str(folder / f"{stem}.csv")]
+    for w in written:
+        print(f"wrote {w}")
+    return 0
