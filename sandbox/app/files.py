@@ -44,6 +44,9 @@ def save_png(surface: pygame.Surface, folder: Path, stem: str = "screenshot") ->
     os.close(fd)
     try:
         pygame.image.save(surface, tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)              # mkstemp made it private (0600)
         for _ in range(1000):
             path = unique_path(folder, stem, ".png")
             try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -233,7 +234,7 @@ class App:
         self.paused = False
         self.banner = None
         if self.screen is not None:
-            pygame.display.set_caption(f"{TITLE} — {scene.title}")
+            pygame.display.set_caption(f"{TITLE} - {scene.title}")   # ASCII: X in a C locale
 
     def _set_world(self, world: World) -> None:
         self.world = world
@@ -744,6 +745,9 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
     except Exception as e:   # LevelError, ValueError: a message, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 1
+    # X11 window class (window managers, xdotool search --classname); SDL reads it when
+    # the window opens. pygame sets it to the script name ("main.py") on import.
+    os.environ["SDL_VIDEO_X11_WMCLASS"] = "verlet-sandbox"
     try:
         pygame.display.init()
         pygame.font.init()
