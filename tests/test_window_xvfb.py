@@ -86,7 +86,7 @@ def test_real_window_screenshot_drag_and_integrator_key(xvfb, tmp_path):
         # SDL sets WM_NAME with an encoding that xdotool's --name matching cannot read in
         # a C locale, so the window is found by its class and its title checked after.
         wid = xdo("search", "--sync", "--classname", "verlet-sandbox").split()[0]
-        assert "Verlet Sandbox" in xdo("getwindowname", wid)
+        _wait_for(lambda: "Verlet Sandbox" in xdo("getwindowname", wid), 10, "the title")
         geometry = xdo("getwindowgeometry", "--shell", wid)
         size = dict(line.split("=") for line in geometry.splitlines())
         w, h = int(size["WIDTH"]), int(size["HEIGHT"])

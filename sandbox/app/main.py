@@ -753,6 +753,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         pygame.font.init()
         desktop = pygame.display.get_desktop_sizes() or [WINDOW_SIZE]
         size = (min(WINDOW_SIZE[0], desktop[0][0]), min(WINDOW_SIZE[1], desktop[0][1]))
+        pygame.display.set_caption(f"{TITLE} - {scene.title}")   # the window opens titled
         screen = pygame.display.set_mode(size, pygame.RESIZABLE)
     except pygame.error as e:
         print(f"error: cannot open the sandbox window: {e}", file=sys.stderr)
