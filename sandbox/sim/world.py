@@ -1,12 +1,15 @@
-"""The world: particles, forces, constraints and the one canonical step pipeline.
+"""The world: particles, forces, constraints, static shapes and the one canonical step
+pipeline.
 
 ``World.step(h)`` reads as the script of a frame's physics::
 
     for each of `substeps` substeps hs = h / substeps:
         integrator.step(particles, hs, accel)        forces evaluated inside
         kinematic rows (grabbed) set by the world      pinned rows never move: inv_mass 0
-        repeat `iterations`: constraints.project(); contacts (bounds, particle pairs)
+        colliders.begin()                              broad phase, swept paths cut at impact
+        repeat `iterations`: constraints.project(); contacts.project()
         integrator.fold(corrections)                   into v for integrators that keep it
+        contacts.finish()                              restitution and friction, contact rows
     non-finite state -> restore the state from before the step, raise SimulationDiverged
     tearing
 
@@ -28,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_write_bytes
+from .colliders import Colliders
 from .constraints import Constraints, colouring_is_valid
-from .forces import PressureBody, Springs, nbody_potential, point_gravity, scatter_add
+from .forces import PressureBody, Springs, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, get_integrator
 from .particles import Particles, state_hash
 
@@ -54,6 +58,8 @@ class WorldConfig:
     ``tear_ratio`` 0 never tears, else a constraint breaks beyond ``ratio * rest``.
     ``G`` > 0 switches on softened n-body gravity between all particles (``softening``
     m). ``bounds`` ``(xmin, ymin, xmax, ymax)`` is a box that particles stay inside.
+    ``restitution`` (0..1) and ``friction`` (Coulomb coefficient) apply to the walls, to
+    shapes that give none of their own and between particles when ``collide_particles``.
     """
 
     gravity: tuple[float, float] = (0.0, -9.81)
@@ -95,6 +101,8 @@ class World:
         dtype = np.dtype(self.config.dtype)
         self.particles = Particles.empty(2, dtype)
         self.constraints = Constraints()
+        self.colliders = Colliders()
+        self._exclude: tuple[tuple, np.ndarray] | None = None
         self.springs = Springs()
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
@@ -123,6 +131,20 @@ class World:
                         colour=None) -> np.ndarray:
         return self.constraints.add(i, j, self.particles.x, rest=rest, compliance=compliance,
                                     kind=kind, colour=colour)
+
+    def add_shape(self, type: str, **fields) -> int:   # noqa: A002 - the level files' key
+        """Add a static shape; ``type`` and ``fields`` as in a level's ``[[shapes]]``:
+        ``circle(center, radius)``, ``segment(a, b, thickness=0)``, ``polygon(points)``
+        (convex, either winding), ``box(min, max)``, each with optional ``restitution``
+        and ``friction`` (None: the world's). Returns its index in :attr:`shapes`."""
+        return self.colliders.add(type, **fields)
+
+    @property
+    def shapes(self) -> list[dict]:
+        """The static shapes as dicts for drawing and saving: ``{"type": "circle", "center":
+        [x, y], "radius": r, "restitution": e | None, "friction": mu | None}``, segments
+        ``a``, ``b``, ``thickness``; polygons ``points``; boxes ``min``, ``max`` (m)."""
+        return self.colliders.specs
 
     def add_springs(self, i, j, k, c=0.0, rest=None) -> np.ndarray:
         return self.springs.add(i, j, k, c, rest=rest, x=self.particles.x)
@@ -200,6 +222,9 @@ class World:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
         x_old = p.x.copy()
+        has_contacts = bool(cfg.bounds is not None or cfg.collide_particles or
+                            len(self.colliders))
+        v_old = p.v.copy() if has_contacts else None
         self.integrator.step(p, hs, self.accel)
         if self.grabbed:
             idx = np.fromiter(self.grabbed, np.int64)
@@ -207,55 +232,36 @@ class World:
             p.x[idx] = target
             p.v[idx] = (target - x_old[idx]) / hs
             p.a_valid = False
-        has_contacts = cfg.bounds is not None or cfg.collide_particles
         if len(self.constraints) or has_contacts:
             x_pred = p.x.copy()
+            contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs())
+                        if has_contacts else None)
             lam = np.zeros(len(self.constraints))
             for _ in range(max(cfg.iterations, 1)):
                 self.constraints.project(p.x, p.inv_mass, hs, lam)
-                if cfg.collide_particles:
-                    self._collide_particles()
-                if cfg.bounds is not None:
-                    self._clamp_bounds()
+                if contacts is not None:
+                    contacts.project(p.x, p.inv_mass)
             dx = p.x - x_pred
             if self.grabbed:
                 dx[idx] = 0.0
             self.integrator.fold(p, dx, hs, h_old)
+            if contacts is not None:
+                # After the fold, overwriting the contact rows: nothing is counted twice.
+                contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
+                                sweeps=max(cfg.iterations, 4))
         p.t += hs
 
-    def _clamp_bounds(self) -> None:
-        """Keep particles inside the bounds box (radius included), moving no pinned one."""
-        p = self.particles
-        xmin, ymin, xmax, ymax = self.config.bounds
-        lo = np.stack([xmin + p.radius, ymin + p.radius], axis=1)
-        hi = np.stack([xmax - p.radius, ymax - p.radius], axis=1)
-        movable = (p.inv_mass > 0)[:, None]
-        np.copyto(p.x, np.clip(p.x, lo, hi), where=movable)
-
-    def _collide_particles(self) -> None:
-        """Push overlapping particle pairs apart (all pairs; for small piles and cradles)."""
-        p = self.particles
-        n = p.n
-        if n < 2 or n > 2000:
-            return
-        i, j = np.triu_indices(n, 1)
-        d = p.x[j] - p.x[i]
-        dist = np.sqrt(np.einsum("ij,ij->i", d, d))
-        overlap = p.radius[i] + p.radius[j] - dist
-        hit = (overlap > 0) & (dist > 1e-12)
-        if not hit.any():
-            return
-        i, j, d, dist, overlap = i[hit], j[hit], d[hit], dist[hit], overlap[hit]
-        wi, wj = p.inv_mass[i], p.inv_mass[j]
-        wsum = wi + wj
-        ok = wsum > 0
-        s = np.where(ok, overlap / np.where(ok, wsum, 1.0), 0.0) / dist
-        corr = s[:, None] * d
-        # Jacobi: a particle may touch several others; bincount sums all its corrections.
-        delta = np.zeros_like(p.x)
-        scatter_add(delta, i, -wi[:, None] * corr)
-        scatter_add(delta, j, wj[:, None] * corr)
-        p.x += delta
+    def _exclude_pairs(self) -> np.ndarray | None:
+        """Sorted keys ``min * n + max`` of particles joined by a constraint: they keep the
+        constraint's distance and never collide with each other."""
+        if not self.config.collide_particles or not len(self.constraints):
+            return None
+        c, n = self.constraints, self.n
+        tag = (id(c.i), id(c.j), len(c), n)
+        if self._exclude is None or self._exclude[0] != tag:
+            keys = np.minimum(c.i, c.j) * n + np.maximum(c.i, c.j)
+            self._exclude = (tag, np.unique(keys))
+        return self._exclude[1]
 
     # --- interaction --------------------------------------------------------------------
 
@@ -352,7 +358,7 @@ class World:
         meta = {"format": "verlet-sandbox snapshot", "version": 1,
                 "config": dataclasses.asdict(self.config), "t": p.t, "h_prev": p.h_prev,
                 "a_valid": bool(p.a_valid), "steps": self.steps, "torn": self.torn,
-                "pressure": len(self.pressure)}
+                "pressure": len(self.pressure), "shapes": self.colliders.specs}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         buf = io.BytesIO()
         np.savez(buf, **arrays)
@@ -370,7 +376,8 @@ class World:
                 UnicodeDecodeError, EOFError, zipfile.BadZipFile, zlib.error) as e:
             raise SnapshotError(f"{path}: not a readable snapshot ({e})") from None
         (self.config, self.particles, self.constraints, self.springs, self.pressure,
-         self.steps, self.torn) = new
+         self.steps, self.torn, self.colliders) = new
+        self._exclude = None
         self.integrator = get_integrator(self.config.integrator)
         self.grabbed.clear()
         self._grab_inv_mass.clear()
@@ -454,8 +461,15 @@ class World:
             if not (np.isfinite(gm).all() and gm[1] > 0):
                 raise bad(f"pressure body {g}: expected finite nRT and a positive area")
             pressure.append(PressureBody(ring.astype(np.int64), float(gm[0]), float(gm[1])))
+        shapes = meta.get("shapes", [])
+        if not isinstance(shapes, list) or not all(isinstance(q, dict) for q in shapes):
+            raise bad("shapes: expected a list of shape tables")
+        try:
+            colliders = Colliders.from_specs(shapes)
+        except ValueError as e:
+            raise bad(f"shapes: {e}") from None
         return (config, p, c, s, pressure, int(meta.get("steps", 0)),
-                int(meta.get("torn", 0)))
+                int(meta.get("torn", 0)), colliders)
 
 
 def integrator_names() -> list[str]:

@@ -1,0 +1,1163 @@
+"""Static colliders and contacts: shapes as arrays, signed distances, sweeps, projection,
+particle-particle contacts and the contact velocity pass.
+
+Shapes are static and held as a structure of arrays per type (:class:`Circles`,
+:class:`Segments` (capsules), :class:`Polygons` (convex), :class:`Boxes` (axis aligned)),
+collected in :class:`Colliders`; the world's ``bounds`` box is four half-planes
+(:class:`Walls`). Conventions follow pymunk's ``Shape.point_query`` so the two can be
+compared number for number:
+
+``distance(p, s) -> d, q, n``
+    signed distance ``d (m,)`` from points ``p (m, 2)`` to the surface of shapes ``s (m,)``
+    (negative inside; a segment's thickness is part of its surface), the closest point
+    ``q (m, 2)`` on that surface and the unit normal ``n (m, 2)``, the gradient of ``d``:
+    it points out of the shape, towards ``p`` when ``p`` is outside.
+``sweep(p0, p1, s, r) -> hit, t, n, q``
+    a disc of radius ``r`` moving from ``p0`` to ``p1`` (a ray against the shape grown by
+    ``r``): whether it touches the shape, the time of impact ``t`` in ``[0, 1]``, the normal
+    there and the contact point on the shape's surface (pymunk's ``segment_query``).
+
+One substep of contacts (``World._substep`` drives it; Müller et al., "Detailed Rigid
+Body Simulation with Extended Position Based Dynamics", 2020, sec. 3.5-3.6, and Macklin
+et al., "Small Steps in Physics Simulation", 2019)::
+
+    Colliders.begin()      broad phase: candidate (particle, shape) pairs whose AABBs overlap
+                           (the particle's box covers its path this substep, grown by its
+                           radius and a margin) -- a uniform grid over the shapes' boxes
+                           continuous detection: a path that enters a shape is cut at the
+                           time of impact, the particle placed there on the near side
+    Contacts.project()     in every constraint iteration: particle pairs, then shapes, then
+                           walls; a penetrating particle is moved out along the normal
+    Contacts.finish()      after the integrator folded the corrections into its velocity:
+                           one velocity pass over this substep's contacts (restitution,
+                           Coulomb friction), written back as v or as x_prev
+
+Pinned (and grabbed) particles have ``inv_mass == 0``: every correction is scaled by the
+inverse mass, so nothing here moves them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+#: A projected or swept particle is left this far (m) outside the surface, so that the next
+#: substep starts on a definite side even of a zero-thickness segment (float64 round-off on
+#: coordinates of order 1e3 m is 1e-13 m). Scaled up for float32 worlds (see ``_tolerances``).
+SKIN = 1e-9
+#: Closer than ``radius + TOUCH`` (m) counts as touching: such a contact takes part in the
+#: velocity pass, and a path that starts this close is resolved by projection, not swept
+#: (a particle resting on or sliding along a surface must keep its tangential motion).
+TOUCH = 1e-7
+#: Extra reach (m) of a particle's box in the broad phase, for the distance the
+#: constraint iterations move it after detection; plus its displacement this substep.
+MARGIN = 1e-3
+
+_UP = np.array([0.0, 1.0])
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("...i,...i->...", a, b)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
+def _safe(x: np.ndarray) -> np.ndarray:
+    """``x`` with zeros replaced by 1, for divisions whose zero case is masked anyway."""
+    return np.where(x != 0, x, 1.0)
+
+
+def _first_per_particle(pi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Indices of the pair with the smallest ``t`` for each distinct particle in ``pi``."""
+    order = np.lexsort((t, pi))
+    sp = pi[order]
+    first = np.ones(sp.size, bool)
+    first[1:] = sp[1:] != sp[:-1]
+    return order[first]
+
+
+def rank_batches(pi: np.ndarray) -> list[np.ndarray]:
+    """Split pairs into batches in which no particle repeats: batch ``k`` holds the
+    ``k``-th contact of every particle. A batch can then be solved at once with fancy
+    indexing (no two writes to one row), the batches one after another (Gauss-Seidel)."""
+    if pi.size == 0:
+        return []
+    order = np.argsort(pi, kind="stable")
+    sp = pi[order]
+    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    rank = np.arange(sp.size) - np.repeat(starts, np.diff(np.r_[starts, sp.size]))
+    o2 = np.argsort(rank, kind="stable")
+    cuts = np.flatnonzero(np.diff(rank[o2])) + 1
+    return np.split(order[o2], cuts)
+
+
+def matching_batches(i: np.ndarray, j: np.ndarray) -> list[np.ndarray]:
+    """Split particle pairs ``(i, j)`` into batches that share no particle.
+
+    Vectorised edge colouring by local minima (as in Luby's algorithm): every pair gets a
+    fixed pseudo-random priority (a hash of its two indices, so runs are repeatable);
+    a round takes each pair whose priority is the smallest among the remaining pairs at
+    both its particles. The pair of globally smallest priority always qualifies, so every
+    round makes progress; with random priorities a round takes a constant fraction.
+    """
+    m = i.size
+    if m == 0:
+        return []
+    _, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
+    a, b = inv[:m], inv[m:]
+    h = (i.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+         ^ j.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+    h ^= h >> np.uint64(29)
+    prio = np.empty(m, np.int64)
+    prio[np.argsort(h, kind="stable")] = np.arange(m)
+    nodes = int(inv.max()) + 1
+    rest = np.arange(m)
+    batches = []
+    while rest.size:
+        best = np.full(nodes, m, np.int64)
+        np.minimum.at(best, a[rest], prio[rest])
+        np.minimum.at(best, b[rest], prio[rest])
+        take = (best[a[rest]] == prio[rest]) & (best[b[rest]] == prio[rest])
+        batches.append(rest[take])
+        rest = rest[~take]
+    return batches
+
+
+# ----------------------------------------------------------------------------- geometry
+# Pure functions, vectorised over pairs: every argument has one row per (point, shape).
+
+def circle_distance(p, c, R):
+    """Points ``p (m, 2)`` against discs (centre ``c (m, 2)``, radius ``R (m,)``).
+
+    ``d = |p - c| - R``, ``n = (p - c)/|p - c|`` (up when ``p`` is the centre, as pymunk),
+    ``q = c + R n``.
+    """
+    delta = p - c
+    L = np.sqrt(_dot(delta, delta))
+    n = np.where((L > 0)[:, None], delta / _safe(L)[:, None], _UP)
+    return L - R, c + R[:, None] * n, n
+
+
+def _segment_closest(p, a, b):
+    """Closest point ``c`` to ``p`` on segment ``a b`` and its parameter ``t`` in [0, 1]."""
+    ab = b - a
+    L2 = _dot(ab, ab)
+    t = np.clip(_dot(p - a, ab) / _safe(L2), 0.0, 1.0) * (L2 > 0)
+    return a + t[:, None] * ab, t
+
+
+def _segment_normal(a, b):
+    """pymunk's ``Segment.normal``: ``(b - a)`` turned clockwise, unit; up if ``a == b``."""
+    ab = b - a
+    L = np.sqrt(_dot(ab, ab))
+    n = np.stack([ab[:, 1], -ab[:, 0]], axis=1) / _safe(L)[:, None]
+    return np.where((L > 0)[:, None], n, _UP)
+
+
+def capsule_distance(p, a, b, r):
+    """Points against capsules: segments ``a b (m, 2)`` with half-width ``r (m,)``.
+
+    With ``c`` the closest point of the segment, ``d = |p - c| - r``, ``n = (p - c)/|p - c|``
+    and ``q = c + r n``. On the segment itself (``p == c``) the normal is the segment's
+    normal, as pymunk's.
+    """
+    c, _ = _segment_closest(p, a, b)
+    delta = p - c
+    L = np.sqrt(_dot(delta, delta))
+    n = np.where((L > 0)[:, None], delta / _safe(L)[:, None], _segment_normal(a, b))
+    return L - r, c + r[:, None] * n, n
+
+
+def polygon_distance(p, verts, normals):
+    """Points ``p (m, 2)`` against convex polygons ``verts (m, K, 2)``, counter-clockwise,
+    padded after the last vertex with copies of the first (zero-length edges whose
+    ``normals (m, K, 2)`` are zero).
+
+    The distance to the boundary is the smallest distance to an edge; the point is outside
+    when it lies on the outer side of some edge's line, and then ``d`` is that distance,
+    else minus it (the exact signed distance of a convex polygon, as Chipmunk computes it).
+    ``n = (p - q)/d``; on the boundary itself the normal of the nearest edge.
+    """
+    v0 = verts
+    e = np.roll(verts, -1, axis=1) - v0
+    rel = p[:, None, :] - v0
+    L2 = _dot(e, e)
+    t = np.clip(_dot(rel, e) / _safe(L2), 0.0, 1.0) * (L2 > 0)
+    c = v0 + t[..., None] * e
+    gap = p[:, None, :] - c
+    dd = _dot(gap, gap)
+    k = np.argmin(dd, axis=1)
+    rows = np.arange(p.shape[0])
+    q = c[rows, k]
+    dist = np.sqrt(dd[rows, k])
+    outside = (_dot(normals, rel) > 0).any(axis=1)
+    d = np.where(outside, dist, -dist)
+    n = np.where((dist > 0)[:, None], (p - q) / _safe(d)[:, None], normals[rows, k])
+    return d, q, n
+
+
+def box_distance(p, lo, hi):
+    """Points against axis-aligned boxes ``[lo, hi]`` (closed form of the polygon case).
+
+    Outside: ``q`` is ``p`` clamped into the box. Inside: the nearest face wins (x on a tie),
+    ``d`` is minus the distance to it and ``n`` its outward axis.
+    """
+    half = 0.5 * (hi - lo)
+    rel = p - 0.5 * (hi + lo)
+    a = np.abs(rel) - half                      # per axis: > 0 outside that slab
+    outside = (a > 0).any(axis=1)
+    q_out = np.clip(p, lo, hi)
+    gap = p - q_out
+    dist = np.sqrt(_dot(gap, gap))
+    axis = (a[:, 1] > a[:, 0]).astype(np.intp)  # the face nearest to an inside point
+    rows = np.arange(p.shape[0])
+    sgn = np.where(rel[rows, axis] < 0, -1.0, 1.0)
+    n_in = np.zeros_like(p, dtype=float)
+    n_in[rows, axis] = sgn
+    q_in = np.array(p, dtype=float)
+    q_in[rows, axis] = np.where(sgn > 0, hi[rows, axis], lo[rows, axis])
+    d = np.where(outside, dist, a[rows, axis])
+    n = np.where((outside & (dist > 0))[:, None], gap / _safe(dist)[:, None], n_in)
+    q = np.where(outside[:, None], q_out, q_in)
+    return d, q, n
+
+
+def box_polygon(lo, hi):
+    """The boxes ``[lo, hi] (m, 2)`` as counter-clockwise polygons ``(m, 4, 2)`` and normals."""
+    verts = np.stack([lo, np.stack([hi[:, 0], lo[:, 1]], 1), hi,
+                      np.stack([lo[:, 0], hi[:, 1]], 1)], axis=1)
+    normals = np.broadcast_to(np.array([[0.0, -1.0], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]),
+                              verts.shape)
+    return verts, normals
+
+
+def sweep_circle(p0, p1, c, R):
+    """First touch of the path ``p0 -> p1`` with the circles ``|x - c| = R`` (``R`` already
+    includes the moving disc's radius). Returns ``hit (m,)``, ``t (m,)``.
+
+    ``|f + t d|^2 = R^2`` with ``f = p0 - c``, ``d = p1 - p0``: ``A t^2 + 2 B t + C = 0``,
+    ``A = d.d``, ``B = f.d``, ``C = f.f - R^2``. The entry root is written
+    ``t = C / (-B + sqrt(B^2 - A C))``, which does not cancel when ``A`` is small. A start
+    inside (``C < 0``) is no hit, as in pymunk: projection handles penetration.
+    """
+    f = p0 - c
+    d = p1 - p0
+    A = _dot(d, d)
+    B = _dot(f, d)
+    C = _dot(f, f) - R * R
+    disc = B * B - A * C
+    hit = (C >= 0) & (B < 0) & (disc >= 0) & (A > 0)
+    t = C / _safe(np.where(hit, -B + np.sqrt(np.maximum(disc, 0.0)), 1.0))
+    hit &= t <= 1.0
+    return hit, np.where(hit, t, np.inf)
+
+
+def _sweep_faces(p0, p1, v0, e, normals, rs):
+    """Paths against the flat faces of shapes grown by ``rs``: each edge ``v0 -> v0 + e``
+    (``(m, K, 2)``) moved out by ``rs`` along its outward normal. A face is hit when the
+    path starts on or beyond its line and ends inside it, crossing within the edge's
+    extent. Returns ``t (m, K)`` (inf where missed)."""
+    d0 = _dot(normals, p0[:, None, :] - v0) - rs[:, None]
+    d1 = _dot(normals, p1[:, None, :] - v0) - rs[:, None]
+    cross = (d0 >= 0) & (d1 < 0)
+    t = d0 / _safe(np.where(cross, d0 - d1, 1.0))
+    x = p0[:, None, :] + t[..., None] * (p1 - p0)[:, None, :]
+    w = _dot(x - v0, e)
+    cross &= (w >= 0) & (w <= _dot(e, e)) & (_dot(normals, normals) > 0)
+    return np.where(cross, t, np.inf)
+
+
+def _pick(ts: list[np.ndarray], ns: list[np.ndarray]):
+    """The earliest of several candidate hits: ``ts`` each ``(m,)``, ``ns`` each ``(m, 2)``."""
+    T = np.stack(ts, axis=1)
+    k = np.argmin(T, axis=1)
+    rows = np.arange(T.shape[0])
+    t = T[rows, k]
+    return np.isfinite(t), t, np.stack(ns, axis=1)[rows, k]
+
+
+def sweep_capsule(p0, p1, a, b, rs):
+    """First touch of the paths with capsules ``a b`` of half-width ``rs`` (shape thickness
+    plus the disc's radius): the two flat sides and the two end discs, earliest wins.
+
+    Every candidate lies in the closed capsule, so none comes before the true entry, and
+    the entry itself is on a side or on an end's arc, where it is found. A start inside the
+    band between the sides' lines can only enter through an end: the side test needs the
+    start on or beyond the side's line.
+    """
+    ab = b - a
+    nrm = _segment_normal(a, b) * (_dot(ab, ab) > 0)[:, None]   # a point has no sides
+    normals = np.stack([nrm, -nrm], axis=1)
+    faces = _sweep_faces(p0, p1, np.stack([a, a], 1), np.stack([ab, ab], 1), normals, rs)
+    k = np.argmin(faces, axis=1)
+    rows = np.arange(p0.shape[0])
+    d = p1 - p0
+    _, t_a = sweep_circle(p0, p1, a, rs)
+    _, t_b = sweep_circle(p0, p1, b, rs)
+    return _pick([faces[rows, k], t_a, t_b],
+                 [normals[rows, k], _toi_normal(p0, d, t_a, a), _toi_normal(p0, d, t_b, b)])
+
+
+def _toi_normal(p0, d, t, c):
+    """Unit normal at the time of impact ``t`` on a circle centred at ``c``; against a
+    circle of radius 0 (a point) it is minus the direction of motion."""
+    x = p0 + np.where(np.isfinite(t), t, 0.0)[:, None] * d - c
+    L = np.sqrt(_dot(x, x))
+    back = -d / _safe(np.sqrt(_dot(d, d)))[:, None]
+    return np.where((L > 0)[:, None], x / _safe(L)[:, None], back)
+
+
+def sweep_polygon(p0, p1, verts, normals, rs):
+    """First touch of the paths with convex polygons (padded as in :func:`polygon_distance`)
+    grown by ``rs``: the moved-out faces and, when ``rs > 0``, the discs at the vertices."""
+    e = np.roll(verts, -1, axis=1) - verts
+    faces = _sweep_faces(p0, p1, verts, e, normals, rs)
+    k = np.argmin(faces, axis=1)
+    rows = np.arange(p0.shape[0])
+    ts, ns = [faces[rows, k]], [normals[rows, k]]
+    if np.any(rs > 0):
+        m, K = verts.shape[:2]
+        q0 = np.repeat(p0, K, axis=0)
+        q1 = np.repeat(p1, K, axis=0)
+        R = np.repeat(rs, K)
+        c = verts.reshape(-1, 2)
+        _, tv = sweep_circle(q0, q1, c, R)
+        tv = np.where(np.repeat(rs > 0, K), tv, np.inf).reshape(m, K)
+        kv = np.argmin(tv, axis=1)
+        t_v = tv[rows, kv]
+        ts.append(t_v)
+        ns.append(_toi_normal(p0, p1 - p0, t_v, verts[rows, kv]))
+    return _pick(ts, ns)
+
+
+# ----------------------------------------------------------------------------- shape sets
+
+def _point(v, what: str) -> np.ndarray:
+    a = np.asarray(v, dtype=float)
+    if a.shape != (2,) or not np.isfinite(a).all():
+        raise ValueError(f"{what}: expected a finite point [x, y], got {v!r}")
+    return a
+
+
+def _number(v, what: str, low: float = -math.inf, strict: bool = False) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected a number, got {v!r}") from None
+    if not math.isfinite(x) or x < low or (strict and x == low):
+        raise ValueError(f"{what}: expected a finite number {'>' if strict else '>='} {low}, "
+                         f"got {v!r}")
+    return x
+
+
+def _material(restitution, friction) -> tuple[float, float]:
+    """Per-shape restitution and friction; NaN stores "the world's default"."""
+    e = math.nan if restitution is None else _number(restitution, "restitution", 0.0)
+    mu = math.nan if friction is None else _number(friction, "friction", 0.0)
+    if e > 1.0:
+        raise ValueError(f"restitution: expected a number in 0..1, got {restitution!r}")
+    return e, mu
+
+
+def _opt(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+@dataclass
+class ShapeSet:
+    """Static shapes of one type as a structure of arrays.
+
+    Subclasses name their geometry arrays in ``_ARRAYS`` (name -> trailing shape) and give
+    ``_parse`` (fields -> one row), ``spec`` (row -> the level file's dict), ``aabb``,
+    ``distance`` and ``sweep``. ``e`` and ``mu (k,)`` are restitution and friction, NaN
+    where the world's default applies.
+    """
+
+    kind: ClassVar[str]
+    _ARRAYS: ClassVar[dict[str, tuple[int, ...]]]
+    e: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mu: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self):
+        for name, shape in self._ARRAYS.items():
+            if getattr(self, name, None) is None:
+                setattr(self, name, np.zeros((0, *shape)))
+
+    def __len__(self) -> int:
+        return self.e.size
+
+    def add(self, restitution=None, friction=None, **geometry) -> int:
+        """Append one shape (``ValueError`` naming the bad field); returns its row."""
+        row = self._parse(**geometry)
+        e, mu = _material(restitution, friction)
+        self._append(row)
+        self.e = np.append(self.e, e)
+        self.mu = np.append(self.mu, mu)
+        return len(self) - 1
+
+    def _append(self, row: dict[str, np.ndarray]) -> None:
+        for name, value in row.items():
+            setattr(self, name, np.concatenate([getattr(self, name), value[None]]))
+
+    def spec(self, k: int) -> dict:
+        out = {"type": self.kind, **self._spec(k)}
+        out["restitution"], out["friction"] = _opt(self.e[k]), _opt(self.mu[k])
+        return out
+
+    def reference(self, x0: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+        """Per-pair data taken at the start of the substep (segments: the side)."""
+        return None
+
+    def contact(self, x, s, ref):
+        """``distance`` as the solver sees it (segments keep a particle on its side)."""
+        return self.distance(x, s)
+
+    def _parse(self, **geometry) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _spec(self, k: int) -> dict:
+        raise NotImplementedError
+
+    def aabb(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def distance(self, p, s):
+        raise NotImplementedError
+
+    def sweep(self, p0, p1, s, r):
+        raise NotImplementedError
+
+
+@dataclass
+class Circles(ShapeSet):
+    """Static discs: ``center (k, 2)``, ``radius (k,)`` m."""
+
+    kind: ClassVar[str] = "circle"
+    _ARRAYS: ClassVar = {"center": (2,), "radius": ()}
+    center: np.ndarray | None = None
+    radius: np.ndarray | None = None
+
+    def _parse(self, center, radius):
+        return {"center": _point(center, "center"),
+                "radius": np.array(_number(radius, "radius", 0.0, strict=True))}
+
+    def _spec(self, k):
+        return {"center": self.center[k].tolist(), "radius": float(self.radius[k])}
+
+    def aabb(self):
+        r = self.radius[:, None]
+        return self.center - r, self.center + r
+
+    def distance(self, p, s):
+        return circle_distance(p, self.center[s], self.radius[s])
+
+    def sweep(self, p0, p1, s, r):
+        c = self.center[s]
+        hit, t = sweep_circle(p0, p1, c, self.radius[s] + r)
+        return hit, t, _toi_normal(p0, p1 - p0, t, c)
+
+
+@dataclass
+class Segments(ShapeSet):
+    """Static segments ``a b (k, 2)`` with a half-width ``thickness (k,)`` m: capsules.
+
+    A thin segment has no inside to speak of, so the solver keeps a particle on the side
+    it started the substep on: if the point nearest to it is inside the segment (not an
+    end) and it is now on the other side of the line, it has crossed (pushed through by a
+    constraint, say) and its distance counts as negative, the normal pointing back.
+    """
+
+    kind: ClassVar[str] = "segment"
+    _ARRAYS: ClassVar = {"a": (2,), "b": (2,), "thickness": ()}
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
+    thickness: np.ndarray | None = None
+
+    def _parse(self, a, b, thickness=0.0):
+        return {"a": _point(a, "a"), "b": _point(b, "b"),
+                "thickness": np.array(_number(thickness, "thickness", 0.0))}
+
+    def _spec(self, k):
+        return {"a": self.a[k].tolist(), "b": self.b[k].tolist(),
+                "thickness": float(self.thickness[k])}
+
+    def aabb(self):
+        r = self.thickness[:, None]
+        return np.minimum(self.a, self.b) - r, np.maximum(self.a, self.b) + r
+
+    def distance(self, p, s):
+        return capsule_distance(p, self.a[s], self.b[s], self.thickness[s])
+
+    def sweep(self, p0, p1, s, r):
+        return sweep_capsule(p0, p1, self.a[s], self.b[s], self.thickness[s] + r)
+
+    def _side(self, x, s):
+        a = self.a[s]
+        return np.sign(_cross(self.b[s] - a, x - a))
+
+    def reference(self, x0, s):
+        return self._side(x0, s)
+
+    def contact(self, x, s, ref):
+        a, b, r = self.a[s], self.b[s], self.thickness[s]
+        c, t = _segment_closest(x, a, b)
+        d, q, n = capsule_distance(x, a, b, r)
+        side = self._side(x, s)
+        # side0 == 0 (started on the line): any side counts as through.
+        crossed = (t > 0) & (t < 1) & (side != 0) & (side * ref <= 0)
+        dist = d + r
+        d = np.where(crossed, -dist - r, d)
+        n = np.where(crossed[:, None], -n, n)
+        q = np.where(crossed[:, None], c + r[:, None] * n, q)
+        return d, q, n
+
+
+@dataclass
+class Polygons(ShapeSet):
+    """Static convex polygons: ``verts (k, K, 2)`` counter-clockwise, padded after the last
+    vertex with copies of the first, outward edge ``normals (k, K, 2)`` (zero on padding),
+    ``count (k,)``. ``K`` grows to the largest polygon added (at most 64 in level files)."""
+
+    kind: ClassVar[str] = "polygon"
+    _ARRAYS: ClassVar = {"verts": (0, 2), "normals": (0, 2), "count": (), "given_ccw": ()}
+    verts: np.ndarray | None = None
+    normals: np.ndarray | None = None
+    count: np.ndarray | None = None
+    given_ccw: np.ndarray | None = None
+
+    def _append(self, row):
+        K = max(self.verts.shape[1], row["verts"].shape[0])
+        self.verts = self._pad(self.verts, K, self.verts[:, :1] if len(self) else None)
+        self.normals = self._pad(self.normals, K, None)
+        row["verts"] = self._pad(row["verts"][None], K, row["verts"][None, :1])[0]
+        row["normals"] = self._pad(row["normals"][None], K, None)[0]
+        super()._append(row)
+
+    def _parse(self, points):
+        try:
+            v = np.array(points, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"points: expected an array of [x, y] points, got {points!r}") \
+                from None
+        if v.ndim != 2 or v.shape[1] != 2 or not 3 <= v.shape[0] <= 64 or \
+                not np.isfinite(v).all():
+            raise ValueError("points: expected 3..64 finite [x, y] points")
+        e = np.roll(v, -1, axis=0) - v
+        turn = _cross(e, np.roll(e, -1, axis=0))
+        area = 0.5 * np.sum(_cross(v, np.roll(v, -1, axis=0)))
+        L = np.sqrt(_dot(e, e))
+        if (L == 0).any() or area == 0 or not ((turn >= 0).all() or (turn <= 0).all()):
+            raise ValueError("points: expected a convex polygon with non-zero area, points "
+                             "in order around it")
+        ccw = area > 0
+        vv = v if ccw else v[::-1]
+        ee = np.roll(vv, -1, axis=0) - vv
+        nrm = np.stack([ee[:, 1], -ee[:, 0]], axis=1) / np.sqrt(_dot(ee, ee))[:, None]
+        return {"verts": vv, "normals": nrm, "count": np.array(v.shape[0]),
+                "given_ccw": np.array(float(ccw))}
+
+    @staticmethod
+    def _pad(a, K, fill):
+        if a.shape[1] >= K:
+            return a
+        extra = np.zeros((a.shape[0], K - a.shape[1], 2))
+        if fill is not None:
+            extra = extra + fill
+        return np.concatenate([a, extra], axis=1)
+
+    def _spec(self, k):
+        v = self.verts[k, :int(self.count[k])]
+        return {"points": (v if self.given_ccw[k] else v[::-1]).tolist()}
+
+    def aabb(self):
+        return self.verts.min(axis=1), self.verts.max(axis=1)
+
+    def distance(self, p, s):
+        return _chunked(polygon_distance, p, self.verts[s], self.normals[s])
+
+    def sweep(self, p0, p1, s, r):
+        return sweep_polygon(p0, p1, self.verts[s], self.normals[s], r)
+
+
+@dataclass
+class Boxes(ShapeSet):
+    """Static axis-aligned boxes ``[min, max]``: ``lo``, ``hi (k, 2)`` m."""
+
+    kind: ClassVar[str] = "box"
+    _ARRAYS: ClassVar = {"lo": (2,), "hi": (2,)}
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+
+    def _parse(self, min, max):     # noqa: A002 - the level file's field names
+        lo, hi = _point(min, "min"), _point(max, "max")
+        if not (lo < hi).all():
+            raise ValueError(f"max: expected max > min in both x and y, got {max!r}")
+        return {"lo": lo, "hi": hi}
+
+    def _spec(self, k):
+        return {"min": self.lo[k].tolist(), "max": self.hi[k].tolist()}
+
+    def aabb(self):
+        return self.lo, self.hi
+
+    def distance(self, p, s):
+        return box_distance(p, self.lo[s], self.hi[s])
+
+    def sweep(self, p0, p1, s, r):
+        verts, normals = box_polygon(self.lo[s], self.hi[s])
+        return sweep_polygon(p0, p1, verts, normals, r)
+
+
+def _chunked(fn, p, *arrays, rows: int = 1 << 14):
+    """``fn`` over row blocks so ``(m, K, 2)`` temporaries stay a few MiB."""
+    m = p.shape[0]
+    if m <= rows:
+        return fn(p, *arrays)
+    parts = [fn(p[i:i + rows], *(a[i:i + rows] for a in arrays)) for i in range(0, m, rows)]
+    return tuple(np.concatenate(z) for z in zip(*parts, strict=True))
+
+
+@dataclass
+class Walls(ShapeSet):
+    """The world's ``bounds`` box seen from inside: four half-planes ``n . x >= offset``
+    (floor, ceiling, left, right walls) with the world's restitution and friction. Walls are
+    never swept: a half-plane has no far side to tunnel to."""
+
+    kind: ClassVar[str] = "wall"
+    _ARRAYS: ClassVar = {"n": (2,), "offset": ()}
+    n: np.ndarray | None = None
+    offset: np.ndarray | None = None
+
+    @classmethod
+    def from_bounds(cls, bounds) -> Walls:
+        xmin, ymin, xmax, ymax = (float(b) for b in bounds)
+        n = np.array([[0.0, 1.0], [0.0, -1.0], [1.0, 0.0], [-1.0, 0.0]])
+        return cls(e=np.full(4, np.nan), mu=np.full(4, np.nan), n=n,
+                   offset=np.array([ymin, -ymax, xmin, -xmax]))
+
+    def distance(self, p, s):
+        n = self.n[s]
+        d = _dot(n, p) - self.offset[s]
+        return d, p - d[:, None] * n, n
+
+
+#: Shape types by the name level files use (``[[shapes]] type = ...``).
+SHAPE_TYPES: dict[str, type[ShapeSet]] = {
+    cls.kind: cls for cls in (Circles, Segments, Polygons, Boxes)}
+
+
+# ----------------------------------------------------------------------------- broad phase
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ``counts (m,)``: the owner row of each of ``sum(counts)`` items and its rank
+    within its row (``np.repeat`` plus a running offset: a ragged ``arange``)."""
+    owner = np.repeat(np.arange(counts.size), counts)
+    first = np.cumsum(counts) - counts
+    return owner, np.arange(owner.size) - first[owner]
+
+
+def aabb_pairs_brute(plo, phi, lo, hi, block: int = 1 << 20):
+    """All ``(particle, shape)`` whose boxes overlap, testing every pair (in blocks)."""
+    n, S = plo.shape[0], lo.shape[0]
+    if n == 0 or S == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = max(1, block // S)
+    P, Q = [], []
+    for a in range(0, n, rows):
+        ov = ((plo[a:a + rows, None, :] <= hi[None]) & (phi[a:a + rows, None, :] >= lo[None])
+              ).all(axis=2)
+        pi, si = np.nonzero(ov)
+        P.append(pi + a)
+        Q.append(si)
+    return np.concatenate(P).astype(np.int64), np.concatenate(Q).astype(np.int64)
+
+
+class ShapeGrid:
+    """Uniform grid over static shapes' bounding boxes; finds the (particle, shape) pairs
+    whose boxes overlap without testing all ``n x S`` of them.
+
+    Each shape is listed in every cell its box covers (one sorted array of cell keys). The
+    cell is the median shape size, doubled until the listing is at most ``4 S + 4096``
+    entries, so a few huge shapes (a floor) do not blow it up. A particle's box looks up
+    the cells it covers (``searchsorted`` on the keys), the candidates are de-duplicated
+    and kept when the boxes really overlap. A particle box covering more than 64 cells (a
+    very fast particle) is tested against every shape instead.
+    """
+
+    MAX_CELLS = 64
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo, self.hi = lo, hi
+        S = lo.shape[0]
+        ext = (hi - lo).max(axis=1)
+        cell = max(float(np.median(ext)), 1e-3 * float(ext.max()), 1e-9)
+        while True:
+            c0 = np.floor(lo / cell).astype(np.int64)
+            c1 = np.floor(hi / cell).astype(np.int64)
+            span = c1 - c0 + 1
+            if int(span.prod(axis=1).sum()) <= 4 * S + 4096:
+                break
+            cell *= 2.0
+        self.cell = cell
+        self.origin = c0.min(axis=0)
+        self.dims = c1.max(axis=0) - self.origin + 1
+        sid, k = _expand(span.prod(axis=1))
+        cx = c0[sid, 0] + k // span[sid, 1]
+        cy = c0[sid, 1] + k % span[sid, 1]
+        key = self._key(cx, cy)
+        order = np.argsort(key, kind="stable")
+        self.keys, self.sids = key[order], sid[order]
+
+    def _key(self, cx, cy):
+        return (cx - self.origin[0]) * self.dims[1] + (cy - self.origin[1])
+
+    def query(self, plo: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs ``(particle row, shape)`` whose boxes overlap; ``plo, phi (n, 2)``."""
+        top = self.origin + self.dims - 1
+        c0 = np.maximum(np.floor(plo / self.cell).astype(np.int64), self.origin)
+        c1 = np.minimum(np.floor(phi / self.cell).astype(np.int64), top)
+        span = np.maximum(c1 - c0 + 1, 0)
+        cells = span.prod(axis=1)
+        big = cells > self.MAX_CELLS
+        small = np.flatnonzero(~big & (cells > 0))
+        pid, k = _expand(cells[small])
+        p = small[pid]
+        key = self._key(c0[p, 0] + k // span[p, 1], c0[p, 1] + k % span[p, 1])
+        a = np.searchsorted(self.keys, key, "left")
+        b = np.searchsorted(self.keys, key, "right")
+        own, off = _expand(b - a)
+        pi = p[own]
+        si = self.sids[a[own] + off]
+        S = self.lo.shape[0]
+        uniq = np.unique(pi * S + si)
+        pi, si = uniq // S, uniq % S
+        keep = ((plo[pi] <= self.hi[si]) & (phi[pi] >= self.lo[si])).all(axis=1)
+        pi, si = pi[keep], si[keep]
+        if big.any():
+            rows = np.flatnonzero(big)
+            bp, bs = aabb_pairs_brute(plo[rows], phi[rows], self.lo, self.hi)
+            pi, si = np.concatenate([pi, rows[bp]]), np.concatenate([si, bs])
+        return pi, si
+
+
+def particle_pairs(x: np.ndarray, r: np.ndarray, margin: float,
+                   exclude: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``i < j`` of particles with radius > 0 closer than ``r_i + r_j + margin``.
+
+    Uniform grid with cells of ``2 max(r) + margin``: particles are sorted by cell key, and
+    every particle looks up the 3 x 3 cells around its own (``searchsorted`` on the sorted
+    keys), so a pair is found from both ends and kept once (``i < j``). ``exclude`` holds
+    sorted keys ``min * n + max`` of pairs never to collide (particles joined by a
+    constraint, which holds them at its own distance).
+    """
+    n = x.shape[0]
+    idx = np.flatnonzero(r > 0)
+    empty = np.zeros(0, np.int64)
+    if idx.size < 2:
+        return empty, empty
+    xr, rr = x[idx], r[idx]
+    cell = 2.0 * float(rr.max()) + margin
+    span = float(np.max(xr.max(axis=0) - xr.min(axis=0)))
+    cell = max(cell, span / 2.0 ** 30)          # keeps cell keys within int64
+    c = np.floor((xr - xr.min(axis=0)) / cell).astype(np.int64) + 1
+    ny = int(c[:, 1].max()) + 2
+    key = c[:, 0] * ny + c[:, 1]
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    ii, jj = [], []
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            nk = key + dx * ny + dy
+            a = np.searchsorted(sk, nk, "left")
+            b = np.searchsorted(sk, nk, "right")
+            own, off = _expand(b - a)
+            other = order[a[own] + off]
+            keep = own < other
+            ii.append(own[keep])
+            jj.append(other[keep])
+    i, j = np.concatenate(ii), np.concatenate(jj)
+    d = xr[j] - xr[i]
+    reach = rr[i] + rr[j] + margin
+    near = _dot(d, d) < reach * reach
+    i, j = idx[i[near]], idx[j[near]]
+    if exclude is not None and exclude.size and i.size:
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        pos = np.searchsorted(exclude, lo * n + hi)
+        found = exclude[np.minimum(pos, exclude.size - 1)] == lo * n + hi
+        i, j = i[~found], j[~found]
+    return i, j
+
+
+def _tolerances(x: np.ndarray) -> tuple[float, float]:
+    """``(skin, touch)`` in m: the constants, or more for float32 coordinates, where
+    ``16 eps |x|`` is the round-off of a position."""
+    eps = float(np.finfo(x.dtype).eps)
+    scale = 1.0 + (float(np.abs(x).max()) if x.size else 0.0)
+    skin = max(SKIN, 16.0 * eps * scale)
+    return skin, max(TOUCH, 100.0 * skin)
+
+
+# ----------------------------------------------------------------------------- colliders
+
+class Colliders:
+    """Every static shape of a world, by type (``sets``), in the order they were added.
+
+    >>> c = Colliders()
+    >>> c.add("circle", center=(0, 0), radius=0.5)
+    0
+    >>> c.specs[0]["type"], len(c)
+    ('circle', 1)
+    """
+
+    def __init__(self) -> None:
+        self.sets: dict[str, ShapeSet] = {name: cls() for name, cls in SHAPE_TYPES.items()}
+        self.order: list[tuple[str, int]] = []
+        self._grid: tuple[ShapeGrid, np.ndarray, np.ndarray] | None = None
+        self._specs: list[dict] | None = None
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def add(self, kind: str, **fields) -> int:
+        """Add a static shape of type ``kind`` with the level file's fields; returns its
+        index in :attr:`specs`. ``ValueError`` names the type or the field at fault."""
+        if kind not in self.sets:
+            raise ValueError(f"unknown shape type {kind!r}; valid types: "
+                             f"{', '.join(self.sets)}")
+        try:
+            row = self.sets[kind].add(**fields)
+        except TypeError as e:          # a missing or unknown field
+            raise ValueError(f"{kind}: {e}") from None
+        self.order.append((kind, row))
+        self._grid = self._specs = None
+        return len(self.order) - 1
+
+    @property
+    def specs(self) -> list[dict]:
+        """The shapes as level-file dicts (``type``, geometry in m, restitution, friction;
+        ``None`` means the world's default), in the order added."""
+        if self._specs is None:
+            self._specs = [self.sets[kind].spec(k) for kind, k in self.order]
+        return [dict(s) for s in self._specs]
+
+    @classmethod
+    def from_specs(cls, specs) -> Colliders:
+        out = cls()
+        for s in specs:
+            s = dict(s)
+            out.add(s.pop("type", None), **s)
+        return out
+
+    def _broad(self):
+        """The grid over every shape, with each grid entry's type index and row."""
+        if self._grid is None:
+            boxes = [(self.sets[k].aabb(), t, len(self.sets[k]))
+                     for t, k in enumerate(self.sets) if len(self.sets[k])]
+            lo = np.concatenate([b[0][0] for b in boxes])
+            hi = np.concatenate([b[0][1] for b in boxes])
+            tid = np.concatenate([np.full(n, t) for _, t, n in boxes])
+            row = np.concatenate([np.arange(n) for _, _, n in boxes])
+            self._grid = (ShapeGrid(lo, hi), tid, row)
+        return self._grid
+
+    def candidates(self, plo: np.ndarray, phi: np.ndarray, brute: bool = False):
+        """``{kind: (particle rows, shape rows)}`` whose boxes overlap (grid or brute)."""
+        grid, tid, row = self._broad()
+        if brute:
+            pi, gi = aabb_pairs_brute(plo, phi, grid.lo, grid.hi)
+        else:
+            pi, gi = grid.query(plo, phi)
+        out = {}
+        for t, kind in enumerate(self.sets):
+            m = tid[gi] == t
+            if m.any():
+                out[kind] = (pi[m], row[gi[m]])
+        return out
+
+    def begin(self, p, x0: np.ndarray, config, exclude_pairs=None) -> Contacts | None:
+        """Detect this substep's contacts after the integrator moved ``p.x`` from ``x0``.
+
+        Broad phase against the shapes (the particle's box covers its path), continuous
+        detection (paths that enter a shape stop at the time of impact), the bounds
+        walls, and particle pairs if ``config.collide_particles``. Moves swept particles.
+        """
+        x1 = p.x
+        w, r = p.inv_mass, p.radius
+        skin, touch = _tolerances(x1)
+        movable = np.flatnonzero(w > 0)
+        disp = np.sqrt(_dot(x1 - x0, x1 - x0))
+        contacts = Contacts(x0=x0, skin=skin, touch=touch, dx=np.zeros(x1.shape, float))
+        e_def, mu_def = float(config.restitution), float(config.friction)
+        if len(self) and movable.size:
+            pad = (r + 0.5 * disp + MARGIN)[movable, None]
+            plo = np.minimum(x0[movable], x1[movable]) - pad
+            phi = np.maximum(x0[movable], x1[movable]) + pad
+            for kind, (pr, sr) in self.candidates(plo, phi).items():
+                contacts.add_group(self.sets[kind], movable[pr], sr, r, x0, e_def, mu_def)
+            contacts.sweep(p, x1 - x0)
+        if config.bounds is not None and movable.size:
+            walls = Walls.from_bounds(config.bounds)
+            d = x1[movable] @ walls.n.T - walls.offset            # (m, 4)
+            pr, sr = np.nonzero(d < (r[movable] + disp[movable] + MARGIN)[:, None])
+            contacts.add_group(walls, movable[pr], sr, r, x0, e_def, mu_def)
+        if config.collide_particles:
+            margin = MARGIN + 0.5 * float(r.max(initial=0.0))
+            i, j = particle_pairs(x1, r, margin, exclude_pairs)
+            moving = (w[i] > 0) | (w[j] > 0)
+            contacts.set_pairs(i[moving], j[moving], r, e_def, mu_def)
+        return contacts if contacts else None
+
+
+# ----------------------------------------------------------------------------- contacts
+
+@dataclass
+class _Group:
+    """Candidate (particle, shape) pairs of one shape type in one substep."""
+
+    shapes: ShapeSet
+    pi: np.ndarray
+    si: np.ndarray
+    r: np.ndarray           # particle radius per pair
+    e: np.ndarray
+    mu: np.ndarray
+    ref: np.ndarray | None
+    batches: list[np.ndarray]
+    depth: np.ndarray       # normal correction made so far this substep, m
+    touched: np.ndarray     # projected or swept this substep
+
+
+@dataclass
+class Contacts:
+    """One substep's contacts: shape groups, particle pairs, and the corrections ``dx`` they
+    made (so the velocity pass can start from the velocity without them)."""
+
+    x0: np.ndarray
+    skin: float
+    touch: float
+    dx: np.ndarray
+    groups: list[_Group] = field(default_factory=list)
+    pairs: tuple | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.groups) or self.pairs is not None
+
+    def add_group(self, shapes, pi, si, r, x0, e_def, mu_def) -> None:
+        if not pi.size:
+            return
+        e = np.where(np.isnan(shapes.e[si]), e_def, shapes.e[si])
+        mu = np.where(np.isnan(shapes.mu[si]), mu_def, shapes.mu[si])
+        self.groups.append(_Group(shapes, pi, si, r[pi], e, mu, shapes.reference(x0[pi], si),
+                                  rank_batches(pi), np.zeros(pi.size), np.zeros(pi.size, bool)))
+
+    def set_pairs(self, i, j, r, e, mu) -> None:
+        if i.size:
+            self.pairs = (i, j, r[i] + r[j], e, mu, matching_batches(i, j),
+                          np.zeros(i.size), np.zeros(i.size, bool))
+
+    # --- continuous detection ------------------------------------------------------------
+
+    def sweep(self, p, path: np.ndarray) -> None:
+        """Cut paths that enter a shape at the time of impact, on the near side.
+
+        Only pairs whose start is clear of the shape by more than ``touch`` are swept (a
+        particle resting on or sliding along a surface is left to the projection, which
+        keeps its tangential motion). Each particle stops at its earliest hit, ``skin``
+        outside the surface, and that pair counts as touched this substep.
+        """
+        x0, x1 = self.x0, p.x
+        hits = []
+        for g in self.groups:
+            d0, _, _ = g.shapes.distance(x0[g.pi], g.si)
+            k = np.flatnonzero((d0 > g.r + self.touch) & (_dot(path[g.pi], path[g.pi]) > 0))
+            if not k.size:
+                continue
+            hit, t, n = g.shapes.sweep(x0[g.pi[k]], x1[g.pi[k]], g.si[k], g.r[k])
+            if hit.any():
+                hits.append((g, k[hit], t[hit], n[hit]))
+        if not hits:
+            return
+        pi = np.concatenate([g.pi[k] for g, k, _, _ in hits])
+        t = np.concatenate([t for _, _, t, _ in hits])
+        first = _first_per_particle(pi, t)
+        n = np.concatenate([n for _, _, _, n in hits])[first]
+        where = np.concatenate([np.full(k.size, gi) for gi, (_, k, _, _) in enumerate(hits)])
+        rows = np.concatenate([k for _, k, _, _ in hits])
+        q = pi[first]
+        new = x0[q] + t[first, None] * path[q] + self.skin * n
+        self.dx[q] += new - x1[q]
+        x1[q] = new
+        for gi, (g, _, _, _) in enumerate(hits):
+            g.touched[rows[first][where[first] == gi]] = True
+
+    # --- projection (inside the constraint iterations) -----------------------------------
+
+    def project(self, x: np.ndarray, w: np.ndarray) -> None:
+        """One pass: particle pairs, then shapes and walls (non-penetration has the last
+        word in an iteration). Positional static friction (Müller et al. 2020, sec. 3.5):
+        when a contact's tangential displacement since the start of the substep is below
+        ``mu`` times the normal correction it made, the displacement is undone."""
+        if self.pairs is not None:
+            self._project_pairs(x, w)
+        for g in self.groups:
+            for b in g.batches:
+                pi = g.pi[b]
+                ref = None if g.ref is None else g.ref[b]
+                d, _, n = g.shapes.contact(x[pi], g.si[b], ref)
+                pen = g.r[b] - d
+                hit = (pen > 0) & (w[pi] > 0)
+                if not hit.any():
+                    continue
+                k, pi, n, pen = b[hit], pi[hit], n[hit], pen[hit]
+                corr = (pen + self.skin)[:, None] * n
+                x[pi] += corr
+                g.depth[k] += pen
+                g.touched[k] = True
+                rel = x[pi] - self.x0[pi]
+                tang = rel - _dot(rel, n)[:, None] * n
+                stick = _dot(tang, tang) < (g.mu[k] * g.depth[k]) ** 2
+                corr -= tang * stick[:, None]
+                x[pi] -= tang * stick[:, None]
+                self.dx[pi] += corr
+
+    def _project_pairs(self, x, w) -> None:
+        i_all, j_all, reach, _, mu, batches, depth, touched = self.pairs
+        for b in batches:
+            i, j = i_all[b], j_all[b]
+            d = x[j] - x[i]
+            dist = np.sqrt(_dot(d, d))
+            pen = reach[b] - dist
+            wi, wj = w[i], w[j]
+            wsum = wi + wj
+            hit = (pen > 0) & (dist > 0) & (wsum > 0)
+            if not hit.any():
+                continue
+            k, i, j, d, dist, pen, wi, wj, wsum = (
+                a[hit] for a in (b, i, j, d, dist, pen, wi, wj, wsum))
+            n = d / dist[:, None]
+            depth[k] += pen
+            touched[k] = True
+            rel = (x[j] - self.x0[j]) - (x[i] - self.x0[i])
+            tang = rel - _dot(rel, n)[:, None] * n
+            stick = (_dot(tang, tang) < (mu * depth[k]) ** 2)[:, None]
+            # Normal: split the overlap by inverse mass. Friction: undo the relative slide.
+            c = (pen / wsum)[:, None] * n - tang * stick / wsum[:, None]
+            ci, cj = -wi[:, None] * c, wj[:, None] * c
+            x[i] += ci
+            x[j] += cj
+            self.dx[i] += ci
+            self.dx[j] += cj
+
+    # --- velocity pass (after the integrator's fold) -------------------------------------
+
+    def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
+               sweeps: int = 4) -> None:
+        """Set the velocity of every particle in contact this substep.
+
+        The pass starts from the velocity the particle would have without this substep's
+        contact corrections (``dx``): for integrators that keep a velocity, ``v`` minus what
+        ``fold`` made of ``dx``; for the position-based ones the implied velocity
+        ``(x - dx - x0)/h``. Then, contact by contact (Gauss-Seidel, ``sweeps`` times):
+
+        - normal: a shape contact approaching faster than ``2 |g| h`` at the start of the
+          substep leaves at ``-e vn_start`` (Müller et al. 2020, eq. 34; below it 0, so
+          resting contacts do not jitter); a particle pair leaves at ``e`` times the
+          approach speed the sweep finds, so an impulse passes along a row of touching
+          balls (Newton's cradle) -- their approach speed before the substep was 0.
+          Only pushes: a separating contact is left alone.
+        - Coulomb friction: the tangential velocity drops by ``min(mu dvn, |vt|)``, ``dvn``
+          the normal velocity change of this substep's contact (impulse per mass).
+
+        The result overwrites the fold on contact rows only, so nothing is counted twice:
+        ``v`` for velocity integrators; ``x_prev = x - v h`` (and the ``v`` estimate) for
+        the position-based ones.
+        """
+        x, w = p.x, p.inv_mass
+        act_groups = []
+        for g in self.groups:
+            d, _, n = g.shapes.contact(x[g.pi], g.si, g.ref)
+            act = (g.touched | (d < g.r + self.touch)) & (w[g.pi] > 0)
+            if act.any():
+                act_groups.append((g, act, n))
+        pair_act = None
+        if self.pairs is not None:
+            i, j, reach, *_, touched = self.pairs
+            dd = x[j] - x[i]
+            dist = np.sqrt(_dot(dd, dd))
+            act = (touched | (dist < reach + self.touch)) & (dist > 0) & (w[i] + w[j] > 0)
+            if act.any():
+                pair_act = (act, dd / _safe(dist)[:, None])
+        if not act_groups and pair_act is None:
+            return
+        if integrator.position_based:
+            v = (x - self.dx - self.x0) / h
+        else:
+            v = p.v - (integrator.fold_gain / h) * self.dx
+        v_th = 2.0 * math.hypot(*gravity) * h
+        touched_rows = [g.pi[a] for g, a, _ in act_groups]
+        if pair_act is not None:
+            a = pair_act[0]
+            touched_rows += [self.pairs[0][a], self.pairs[1][a]]
+        rows = np.unique(np.concatenate(touched_rows))
+        rows = rows[w[rows] > 0]
+        tol = 1e-12 * (1.0 + float(np.abs(v[rows]).max(initial=0.0)))
+        for _ in range(max(sweeps, 1)):
+            change = 0.0
+            for g, act, n in act_groups:
+                for b in g.batches:
+                    b = b[act[b]]
+                    if b.size:
+                        change = max(change, _shape_velocity(v, v_start, g.pi[b], n[b],
+                                                             g.e[b], g.mu[b], v_th))
+            if pair_act is not None:
+                change = max(change, self._pair_velocity(v, w, *pair_act, v_th))
+            if change <= tol:
+                break
+        if integrator.position_based:
+            p.x_prev[rows] = x[rows] - h * v[rows]
+        p.v[rows] = v[rows]
+        p.a_valid = False
+
+    def _pair_velocity(self, v, w, act, n, v_th) -> float:
+        i_all, j_all, _, e, mu, batches, _, _ = self.pairs
+        change = 0.0
+        for b in batches:
+            b = b[act[b]]
+            if not b.size:
+                continue
+            i, j, nb = i_all[b], j_all[b], n[b]
+            wi, wj = w[i][:, None], w[j][:, None]
+            wsum = wi + wj
+            vrel = v[j] - v[i]
+            vn = _dot(vrel, nb)
+            target = np.where(-vn > v_th, -e * vn, 0.0)
+            dvn = np.maximum(target - vn, 0.0)
+            vt = vrel - vn[:, None] * nb
+            vtl = np.sqrt(_dot(vt, vt))
+            dvt = np.minimum(mu * dvn, vtl)
+            # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
+            dv = dvn[:, None] * nb - (dvt / _safe(vtl))[:, None] * vt
+            v[i] -= (wi / wsum) * dv
+            v[j] += (wj / wsum) * dv
+            change = max(change, float(np.max(dvn + dvt)))
+        return change
+
+
+def _shape_velocity(v, v_start, pi, n, e, mu, v_th) -> float:
+    """Restitution and Coulomb friction for static contacts ``pi`` (unique) with normals
+    ``n``; updates ``v`` in place and returns the largest velocity change."""
+    vn = _dot(v[pi], n)
+    vn0 = _dot(v_start[pi], n)
+    target = np.where(vn0 < -v_th, -e * vn0, 0.0)
+    dvn = np.maximum(target - vn, 0.0)
+    vt = v[pi] - vn[:, None] * n
+    vtl = np.sqrt(_dot(vt, vt))
+    dvt = np.minimum(mu * dvn, vtl)
+    v[pi] += dvn[:, None] * n - (dvt / _safe(vtl))[:, None] * vt
+    return float(np.max(dvn + dvt))
