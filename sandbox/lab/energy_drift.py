@@ -41,6 +41,7 @@ MODES = ("fixed", "random")
 PROBLEMS = ("oscillator", "moon")
 RATIO_MAX = 1.5        # ratio below this ...
 SHARE_MAX = 0.2        # ... and share below this: no trend
+LEVEL_MAX = 3.0        # random steps: a max error this many times the fixed step's is noted
 SERIES_PERIODS = 6     # periods kept at full resolution for the energy-against-time figure
 
 

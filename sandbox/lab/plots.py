@@ -131,8 +131,8 @@ def energy_drift_figure(runs, problems, path: Path) -> Path:
                     off.append(f"{style(r.method)['label']}: {_sci(np.nanmax(env))}")
             ax.set_ylim(top=Y_TOP)
             if off:
-                ax.text(0.98, 0.97, "off scale (max): " + "; ".join(off), transform=ax.transAxes,
-                        ha="right", va="top", fontsize=8,
+                ax.text(0.98, 0.03, "off scale (max): " + "; ".join(off), transform=ax.transAxes,
+                        ha="right", va="bottom", fontsize=8,
                         bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
             title = "fixed step" if mode == "fixed" else \
                 f"random steps (RMS over {max(r.seeds for r in runs)} runs)"
