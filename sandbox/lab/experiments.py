@@ -293,7 +293,7 @@ def _orbit_job(method: str, lo: int, hi: int, orbits: int):
 def run_orbit(ctx: Context) -> Result:
     """Does the moon stay bound at a large step? Sweep the step for every integrator."""
     from . import orbit as ob
-    lo, hi = 4, (40 if ctx.quick else 100)
+    lo, hi = 4, (30 if ctx.quick else 100)
     spo = ob.LARGE_STEP_SPO
     sweeps = parallel_map(ctx, _orbit_job, [(m, lo, hi, ob.ORBITS) for m in ob.METHODS],
                           "orbit")
@@ -635,7 +635,7 @@ def _stability_job(method: str, problem: str, n: int):
 def run_stability(ctx: Context) -> Result:
     """The largest stable w h (oscillator) and c h (damping) per integrator."""
     from . import stability as st
-    n = 5000 if ctx.quick else 20000
+    n = 3000 if ctx.quick else 20000
     jobs = [(m, p, n) for p in st.PROBLEMS for m in st.METHODS]
     limits = parallel_map(ctx, _stability_job, jobs, "stability")
     by = {(lim.problem, lim.method): lim for lim in limits}
