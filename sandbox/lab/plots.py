@@ -228,8 +228,10 @@ def random_dt_figure(runs, problems, path: Path) -> Path:
         for r in runs:
             if r.problem != prob:
                 continue
-            ax.semilogy(r.t_grid, np.maximum(r.err_rms, 1e-16), lw=1.6, **line(r.method))
-            ax.semilogy(r.t[:, 0], np.maximum(r.err[:, 0], 1e-16), lw=0.6, alpha=0.45,
+            # From the first step on: at t = 0 every error is exactly 0.
+            ax.semilogy(r.t_grid[1:], np.maximum(r.err_rms[1:], 1e-16), lw=1.6,
+                        **line(r.method))
+            ax.semilogy(r.t[1:, 0], np.maximum(r.err[1:, 0], 1e-16), lw=0.6, alpha=0.45,
                         color=style(r.method)["color"])
         ax.set_title(f"{prob} (nominal h = {_h(runs, prob)})", fontsize=10)
         ax.set_xlabel("time t [s]")
