@@ -71,7 +71,9 @@ class Scenario:
     ``bodies`` are ``(name in BUILDERS, keyword arguments)``; ``extra`` adds particles no
     builder makes (random n-body systems, a pile of balls) from a seeded generator;
     ``shapes`` are ``[[shapes]]`` tables of a level file, added with ``World.add_shape``.
-    ``needs`` names ``World`` attributes the scene cannot run without.
+    ``needs`` names ``World`` attributes the scene cannot run without; ``settle`` frames
+    are run untimed by both engines first, so a pile is timed as a pile, not a falling
+    block.
     """
 
     name: str
@@ -88,6 +90,7 @@ class Scenario:
     no_twin: str = ""               # why not, when it has none
     needs: tuple[str, ...] = ()
     seed: int = 0
+    settle: int = 0                 # untimed frames of both engines before the warm-up
 
     @property
     def passes(self) -> int:
@@ -196,7 +199,7 @@ def _scenarios() -> dict[str, Scenario]:
         config=dict(substeps=10, iterations=1, bounds=(-3.0, -1.0, 3.0, 12.0),
                     collide_particles=True, friction=0.3),
         extra=_ball_block, shapes=PILE_SHAPES, view=((0.0, 4.0), 12.0), frames=8,
-        needs=("add_shape",))
+        needs=("add_shape",), settle=60)
     table = [*cloths, *f32, *trade, rope, soft, *nbody, pile]
     return {s.name: s for s in table}
 
@@ -303,10 +306,14 @@ class PymunkTwin:
             add.append(jt)
         static = space.static_body
         if cfg.bounds is not None:
+            # Walls as thick segments just outside the box (surface on the bound): a
+            # zero-width segment lets pymunk's falling balls tunnel through the floor.
             x0, y0, x1, y1 = cfg.bounds
+            t = 0.5
+            x0, y0, x1, y1 = x0 - t, y0 - t, x1 + t, y1 + t
             for a, b in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)),
                          ((x0, y1), (x0, y0))):
-                s = pymunk.Segment(static, a, b, 0.0)
+                s = pymunk.Segment(static, a, b, t)
                 s.friction, s.elasticity = cfg.friction, cfg.restitution
                 add.append(s)
                 counts["walls"] += 1
@@ -336,7 +343,7 @@ class PymunkTwin:
         if counts["slide"]:
             parts.append(f"{counts['slide']} SlideJoint(min 0, max rest)")
         if counts["walls"]:
-            parts.append(f"{counts['walls']} static Segment walls")
+            parts.append(f"{counts['walls']} static Segment walls (0.5 m thick, outside)")
         if counts["shapes"]:
             parts.append(f"{counts['shapes']} static shapes")
         self.settings = ", ".join(parts)
@@ -529,6 +536,10 @@ def run_scenario(sc: Scenario, rounds: int, frames: int, drawer: Drawer | None,
         t0 = time.perf_counter()
         world.step(H)
         row["first_frame_ms"] = 1e3 * (time.perf_counter() - t0)
+        for _ in range(sc.settle):
+            world.step(H)
+            if twin is not None:
+                twin.step()
         world.step(H)
         if drawer is not None:
             drawer.draw(world)
@@ -581,7 +592,7 @@ def run_scenario(sc: Scenario, rounds: int, frames: int, drawer: Drawer | None,
         row["error_mean"], row["error_max"] = world.constraint_error()
     row["renderer"] = drawer.kind if drawer is not None else "none"
     row["rounds_physics_ms"], row["rounds_render_ms"] = phys, rend
-    notes = []
+    notes = [f"timed after {sc.settle} untimed settling frames"] if sc.settle else []
     if row["first_frame_ms"] > 5 * row["physics_ms"] + 50:
         notes.append(f"first frame {row['first_frame_ms']:.0f} ms (kernel specialisation "
                      "compiled or loaded; not timed)")
@@ -689,6 +700,10 @@ def describe_machine() -> dict[str, Any]:
         out["git_commit"] = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
             text=True, timeout=10).stdout.strip() or None
+        # Files of the timed code changed since that commit (a shared working tree).
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "sandbox", "main.py"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
+        out["git_uncommitted"] = sorted(ln[3:] for ln in dirty.splitlines() if ln[:2] != "??")
     except (OSError, subprocess.SubprocessError):
         out["git_commit"] = None
     out["id"] = f"{_slug(out['hostname'])}-{_slug(cpu)}"
