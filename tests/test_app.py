@@ -511,6 +511,15 @@ def test_an_impossible_energy_jump_pauses(app):
     assert app.paused and "energy jumped" in app.banner[1]
 
 
+def test_a_ghost_that_blows_up_is_switched_off_not_the_world(app):
+    app.do("toggle_ghost")
+    app.ghost.particles.v[:] = 3e3
+    app.ghost.start(H)
+    app.frame(H)
+    assert app.ghost is None and not app.paused and app.banner is None
+    assert "ghost" in app.messages[-1][0] and app.messages[-1][2]
+
+
 def test_failing_commands_become_messages_never_exceptions(app, monkeypatch, tmp_path):
     def broken(path):
         raise OSError("disk full")

@@ -219,23 +219,24 @@ class EnergyGraph:
             pygame.draw.line(surface, MARKER, (x, plot.y), (x, dplot.bottom))
             if k < 3:                 # the newest three are labelled, one row each
                 tag = font.render(label, True, MARKER)
-                surface.blit(tag, (min(x + 3, rect.right - tag.get_width() - 4),
-                                   plot.y + 2 + k * line))
+                at = pygame.Rect(min(x + 3, rect.right - tag.get_width() - 6),
+                                 plot.y + 2 + k * line, tag.get_width() + 2, line)
+                panel(surface, at)
+                surface.blit(tag, at.move(1, 0))
         last = data[-1]
         d = self.drift()
         head = [("K " + fmt(last[0], "J"), K_COLOUR), ("U " + fmt(last[1], "J"), U_COLOUR),
                 ("E " + fmt(last[2], "J"), E_COLOUR)]
         if math.isfinite(last[3]):
             head.append(("ghost E " + fmt(last[3], "J"), GHOST_COLOUR))
-        head.append((f"drift {d * 100:+.3g}%" if math.isfinite(d) else "drift —",
-                     DRIFT_COLOUR))
         x = rect.x + 8
         for t, c in head:
             r = font.render(t, True, c)
             surface.blit(r, (x, rect.y + 5))
             x += r.get_width() + 12
-        tag = font.render(f"drift of E since the last marker (±{span * 100:.2g}%)", True,
-                          (150, 110, 60))
+        drift = f"{d * 100:+.3g}%" if math.isfinite(d) else "—"
+        tag = font.render(f"drift of E since the marker {drift} (±{span * 100:.2g}%)", True,
+                          DRIFT_COLOUR)
         surface.blit(tag, (dplot.x + 3, dplot.y + 1))
 
 
@@ -279,7 +280,7 @@ class Overlay:
             w = sum(key_w) + sum(text_w) + gap + 40
             h = title.get_height() + 14 + step * max(len(c) for c in rendered) + 36
             surf = pygame.Surface((w, h), pygame.SRCALPHA)
-            surf.fill((8, 10, 14, 230))
+            surf.fill((8, 10, 14, 242))
             pygame.draw.rect(surf, (80, 86, 104), surf.get_rect(), 1)
             surf.blit(title, (20, 14))
             x = 20
@@ -294,10 +295,14 @@ class Overlay:
         return self._help
 
     def draw_help(self, surface: pygame.Surface) -> None:
+        """The help, centred; scaled down to fit a small window."""
         s = self.help_surface()
-        r = s.get_rect(center=surface.get_rect().center)
-        r.top = max(r.top, 4)
-        surface.blit(s, r)
+        fit = min((surface.get_width() - 16) / s.get_width(),
+                  (surface.get_height() - 16) / s.get_height(), 1.0)
+        if fit < 1.0:
+            size = (max(int(s.get_width() * fit), 1), max(int(s.get_height() * fit), 1))
+            s = pygame.transform.smoothscale(s, size)
+        surface.blit(s, s.get_rect(center=surface.get_rect().center))
 
     def banner(self, surface: pygame.Surface, title: str, detail: str, top: int = 14) -> None:
         big, small = self.fonts.big, self.fonts.text

@@ -78,6 +78,7 @@ KEYMAP: list[Binding] = [
     Binding(K.K_g, NONE, "toggle_ghost", "ghost: a copy run by another integrator"),
     Binding(K.K_g, SHIFT, "cycle_ghost", "ghost: next integrator (restarts it from here)",
             arg=+1),
+    Binding(K.K_g, CTRL, "cycle_ghost", "ghost: previous integrator (restarts it)", arg=-1),
     Binding(K.K_LEFT, NONE, "pan", "pan left", arg=(-0.1, 0.0), repeat=True),
     Binding(K.K_RIGHT, NONE, "pan", "pan right", arg=(0.1, 0.0), repeat=True),
     Binding(K.K_UP, NONE, "pan", "pan up", arg=(0.0, 0.1), repeat=True),

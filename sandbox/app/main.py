@@ -190,7 +190,8 @@ class App:
         self.last_dt = 0.0
         self.last_plan: list[float] = []
         self.fps = 0.0
-        self.timings = {"physics": 0.0, "energy": 0.0, "draw": 0.0}   # ms, smoothed
+        # Smoothed ms per frame: steps, energy sample, drawing, blit + display flip.
+        self.timings = {"physics": 0.0, "energy": 0.0, "draw": 0.0, "present": 0.0}
         self._step_pending = False
         self._x_before: np.ndarray | None = None
         self._ghost_before: np.ndarray | None = None
@@ -270,8 +271,10 @@ class App:
         self.update(dt)
         t1 = time.perf_counter()
         self.draw()
+        t2 = time.perf_counter()
         self.present()
-        self._smooth("draw", time.perf_counter() - t1)
+        self._smooth("draw", t2 - t1)
+        self._smooth("present", time.perf_counter() - t2)
         self.frame_count += 1
 
     def update(self, dt: float) -> None:
@@ -333,12 +336,21 @@ class App:
         print(f"sandbox: {label} diverged at t = {t:.4f} s, h = {h * 1e3:.3f} ms: {reason}",
               file=sys.stderr)
 
+    def _blown_up(self, total: float) -> float | None:
+        """The energy jump (J) if ``total`` is beyond what the level can supply."""
+        jump = abs(total - self._e_ref)
+        return jump if not (jump <= BLOWUP_FACTOR * self._e_scale) else None
+
     def _sample_energy(self) -> None:
         e = self.world.energy()
         ghost_total = self.ghost.energy()["total"] if self.ghost is not None else math.nan
+        if self.ghost is not None and (jump := self._blown_up(ghost_total)) is not None:
+            self.message(f"ghost ({self.ghost.integrator.label}) blew up at t = "
+                         f"{self.ghost.t:.3f} s (energy jumped by {jump:.3g} J): ghost off",
+                         True)
+            self.ghost, ghost_total = None, math.nan
         self.graph.add(e["kinetic"], e["potential"], e["total"], ghost_total)
-        jump = abs(e["total"] - self._e_ref)
-        if not math.isfinite(e["total"]) or jump > BLOWUP_FACTOR * self._e_scale:
+        if (jump := self._blown_up(e["total"])) is not None:
             self._diverged(self.integrator, self.last_plan[-1] if self.last_plan else 0.0,
                            self.world.t, f"energy jumped by {jump:.3g} J")
 
@@ -451,8 +463,8 @@ class App:
         self.camera.zoom_at(self.mouse, 1.15 ** float(np.clip(steps, -10, 10)))
 
     def _resized(self) -> None:
-        surface = pygame.display.get_surface()
-        if surface is None:
+        surface = pygame.display.get_surface() if self.screen is not None else None
+        if surface is None:                  # drawing off-screen: the size is ours
             return
         self.screen = surface
         self.size = surface.get_size()
@@ -573,7 +585,9 @@ class App:
             self.ghost = None
             self.message("ghost off")
             return
-        name = self.ghost_integrator or _cycle(list(INTEGRATORS), self.integrator, +1)
+        # By default the integrator before the world's in the registry: for the default
+        # TCV (corrected) that is TCV as published, the comparison this sandbox is about.
+        name = self.ghost_integrator or _cycle(list(INTEGRATORS), self.integrator, -1)
         self._seed_ghost(name)
         self.graph.new_segment(f"ghost: {INTEGRATORS[name].label}")
         self.message(f"ghost: {INTEGRATORS[name].label} (translucent cyan)")
@@ -596,16 +610,16 @@ class App:
     def reset_view(self) -> None:
         self.camera.frame(self.scene.view_center, self.scene.view_width, self.safe_area())
 
-    def _band_height(self) -> int:
-        """Height of the panel band at the top (HUD and energy graph)."""
-        return 8 + 6 * self.fonts.text.get_linesize() + 16
-
-    def _graph_height(self) -> int:
-        return self._band_height() + 40
+    def _layout(self) -> tuple[bool, int]:
+        """``(two_columns, graph_height)``: the HUD in two columns on wide windows, one
+        below ~1180 px (the graph keeps 300 px beside it); the graph's height in px."""
+        two = self.size[0] >= 1180
+        band = 16 + (6 if two else 12) * self.fonts.text.get_linesize()
+        return two, (band + 40 if two else band)
 
     def safe_area(self) -> tuple[int, int, int, int]:
         """``(x, y, w, h)`` of the window not under the top panels or the bottom legend."""
-        top = 8 + self._graph_height() + 10
+        top = 8 + self._layout()[1] + 10
         bottom = self.size[1] - (self.fonts.small.get_linesize() + 10) - 16
         return (0, top, self.size[0], max(bottom - top, 1))
 
@@ -700,7 +714,8 @@ class App:
             f"bodies      {p.n} particles · {len(w.constraints)} links{springs}",
             f"error       mean {mean * 100:.3f}% · max {worst * 100:.3f}%",
             f"time        sim {p.t:.2f} s{dropped}",
-            f"cost        physics {ms['physics']:.1f} ms · draw {ms['draw']:.1f} ms",
+            f"cost        physics {ms['physics']:.1f} · draw {ms['draw']:.1f} · flip "
+            f"{ms['present']:.1f} ms",
             ghost,
             ("H or F1: keys and mouse", DIM),
         ]
@@ -708,15 +723,18 @@ class App:
 
     def draw_hud(self, surf: pygame.Surface) -> None:
         f = self.fonts
-        hud = columns_block(surf, f.text, self.hud_columns(), (8, 8))
+        two, graph_h = self._layout()
+        columns = self.hud_columns()
+        hud = columns_block(surf, f.text, columns if two else [columns[0] + columns[1]],
+                            (8, 8))
         legend_h = f.small.get_linesize() + 10
         strain_legend(surf, f.small, (8, surf.get_height() - legend_h - 8))
         if self.show_graph:
-            # Top right, beside the HUD, as tall as the band; below the HUD if too narrow.
+            # Top right beside the HUD; under it when the window is very narrow.
             W = surf.get_width()
             x = max(hud.right + 8, W - 560)
-            if W - 8 - x >= 300:
-                rect = pygame.Rect(x, 8, W - 8 - x, self._graph_height())
+            if W - 8 - x >= 260:
+                rect = pygame.Rect(x, 8, W - 8 - x, graph_h)
             else:
                 rect = pygame.Rect(8, hud.bottom + 8, min(W - 16, 480), 150)
             self.graph.draw(surf, rect, f)

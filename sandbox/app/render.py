@@ -97,12 +97,18 @@ class WorldRenderer:
         """Fill, shade outside the bounds, draw the metre grid and the walls."""
         w, h = surface.get_size()
         surface.fill(BACKGROUND)
+        box = None
         if bounds is not None:
             (x0, y1), (x1, y0) = cam.to_screen([[bounds[0], bounds[1]], [bounds[2], bounds[3]]])
-            surface.fill(OUTSIDE)
             box = _rect(x0, y0, x1, y1, w, h)
-            if box is not None:
-                surface.fill(BACKGROUND, box)
+            if box is None:
+                surface.fill(OUTSIDE)
+            else:                               # the four strips around the box
+                for strip in ((0, 0, w, box.top), (0, box.bottom, w, h - box.bottom),
+                              (0, box.top, box.left, box.h),
+                              (box.right, box.top, w - box.right, box.h)):
+                    if strip[2] > 0 and strip[3] > 0:
+                        surface.fill(OUTSIDE, strip)
         step = nice_step(cam.view_width)
         (wx0, wy1), (wx1, wy0) = cam.to_world([[0, 0], [w, h]])
         for k in range(math.floor(wx0 / step), math.ceil(wx1 / step) + 1):
@@ -177,7 +183,7 @@ class WorldRenderer:
             raster.stamp(pix, s[r == radius], offs, colour)
 
     def ghost(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
-              alpha: int = 140) -> None:
+              alpha: int = 110) -> None:
         """The ghost world's links and balls, one colour, blended over ``surface``."""
         size = surface.get_size()
         if self._ghost_layer is None or self._ghost_layer.get_size() != size:
@@ -195,13 +201,13 @@ class WorldRenderer:
         colour = self._map(layer, GHOST)
         pix = pygame.surfarray.pixels2d(layer).T
         if len(c):
-            raster.segments(pix, s[c.i], s[c.j], colour, 2 if len(c) < 3000 else 1)
+            raster.segments_xy(pix, s[c.i, 0], s[c.i, 1], s[c.j, 0], s[c.j, 1], colour)
         springs = getattr(world, "springs", None)
         if springs is not None and len(springs.i):
             raster.segments(pix, s[springs.i], s[springs.j], colour)
         r_px = p.radius * cam.scale
         balls = r_px >= 2.0
-        self._balls(pix, layer, s[balls], r_px[balls], colour, filled=False)
+        self._balls(pix, layer, s[balls], r_px[balls], colour)
         small = ~balls
         if small.any() and not len(c) and p.n <= 5000:
             raster.stamp(pix, s[small], self.dot, colour)
