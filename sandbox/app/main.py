@@ -147,16 +147,19 @@ def _cycle(names: list[str], current: str, step: int) -> str:
 class App:
     """The sandbox: a world, its timestep policy, a camera, input and drawing.
 
-    Build it from a :class:`Scene`, a level name or path, or ``None`` (the default
-    level); ``screen`` is the display surface (None: draw off-screen only). Drive it
+    Build it from a :class:`Scene`, a :class:`World` (fixed 1/60 s steps, the view
+    fitted to it), a level name or path, or ``None`` (the default level); ``screen``
+    is the display surface (None: draw off-screen only, into ``canvas``). Drive it
     with ``frame(dt)``; ``handle(event)`` and ``do(action, arg)`` are the input and
     command entry points that ``frame`` uses.
     """
 
-    def __init__(self, scene: Scene | str | Path | None = None, *,
+    def __init__(self, scene: Scene | World | str | Path | None = None, *,
                  screen: pygame.Surface | None = None, size: tuple[int, int] = WINDOW_SIZE,
                  out_dir: str | Path | None = None) -> None:
-        if not isinstance(scene, Scene):
+        if isinstance(scene, World):
+            scene = scene_from_world(scene)
+        elif not isinstance(scene, Scene):
             scene = scene_from_level(scene or DEFAULT_LEVEL)
         if not pygame.display.get_init():
             pygame.display.init()
@@ -211,9 +214,15 @@ class App:
             "screenshot": self.screenshot, "save_snapshot": self.save_snapshot,
             "load_snapshot": self.load_snapshot, "quit": self.quit,
         }
-        self._mouse_handlers: dict[int, Callable] = {
+        # Event types -> handlers; the keys go on to the keymap table.
+        self._handlers: dict[int, Callable] = {
+            pygame.QUIT: lambda e: self.quit(),
+            pygame.KEYDOWN: self._key_down, pygame.KEYUP: self._key_up,
             pygame.MOUSEBUTTONDOWN: self._mouse_down, pygame.MOUSEBUTTONUP: self._mouse_up,
             pygame.MOUSEMOTION: self._mouse_motion, pygame.MOUSEWHEEL: self._mouse_wheel,
+            pygame.VIDEORESIZE: lambda e: self._resized(),
+            pygame.WINDOWSIZECHANGED: lambda e: self._resized(),
+            pygame.WINDOWFOCUSLOST: lambda e: self.held.clear(),
         }
         self.load_scene(scene)
 
@@ -370,25 +379,23 @@ class App:
 
     def handle(self, event: pygame.event.Event) -> None:
         """Turn one event into commands; nothing raised here ever leaves the app."""
+        handler = self._handlers.get(event.type)
+        if handler is None:
+            return
         try:
-            if event.type == pygame.QUIT:
-                self.quit()
-            elif event.type == pygame.KEYDOWN:
-                repeat = event.key in self.held
-                self.held.add(event.key)
-                b = lookup(event.key, getattr(event, "mod", 0))
-                if b is not None and (b.repeat or not repeat):
-                    self.do(b.action, b.arg)
-            elif event.type == pygame.KEYUP:
-                self.held.discard(event.key)
-            elif event.type in self._mouse_handlers:
-                self._mouse_handlers[event.type](event)
-            elif event.type in (pygame.VIDEORESIZE, pygame.WINDOWSIZECHANGED):
-                self._resized()
-            elif event.type == pygame.WINDOWFOCUSLOST:
-                self.held.clear()
+            handler(event)
         except Exception as e:   # shown in the window, never a traceback
             self._report(f"event {pygame.event.event_name(event.type)}", e)
+
+    def _key_down(self, event) -> None:
+        repeat = event.key in self.held              # auto-repeat: the key is still down
+        self.held.add(event.key)
+        b = lookup(event.key, getattr(event, "mod", 0))
+        if b is not None and (b.repeat or not repeat):
+            self.do(b.action, b.arg)
+
+    def _key_up(self, event) -> None:
+        self.held.discard(event.key)
 
     def do(self, action: str, arg=None) -> None:
         """Run the command ``action`` (a keymap action name); errors become messages."""
@@ -403,12 +410,9 @@ class App:
         print(f"sandbox: {text}", file=sys.stderr)
         self.message(text, error=True)
 
-    def _world_point(self, pos) -> np.ndarray:
-        return self.camera.to_world(pos)
-
     def _mouse_down(self, event) -> None:
         self.mouse = tuple(event.pos)
-        p = self._world_point(event.pos)
+        p = self.camera.to_world(event.pos)
         mods = getattr(event, "mod", 0)
         if event.button == 1 and mods & pygame.KMOD_SHIFT:
             self.cut_path = [p]
@@ -436,7 +440,7 @@ class App:
         if self.panning:
             self.camera.pan_pixels(self.mouse[0] - old[0], self.mouse[1] - old[1])
         if self.cut_path is not None:
-            a, b = self.cut_path[-1], self._world_point(self.mouse)
+            a, b = self.cut_path[-1], self.camera.to_world(self.mouse)
             self.cut_count += self.world.cut(a, b)
             if self.ghost is not None:
                 self.ghost.cut(a, b)
