@@ -231,9 +231,11 @@ def claim_tcv(n: dict) -> Claim:
               f"{_list(o_cor)} for the corrected form with a·h·(h + h_prev)/2. ")
     pj = rd.get("projectile/tcv")
     if pj:
+        pc = rd["projectile/tcv_corrected"]["end"]
         p += (f"On the projectile TCV ends {_g(pj['end'])} m off while the corrected form is "
-              f"{_g(rd['projectile/tcv_corrected']['end'])} m off (round-off): the published "
-              "acceleration term is wrong whenever the step changes. ")
+              f"{_g(pc)} m off" + (" (round-off): the published acceleration term a·h² is "
+                                   "wrong whenever the step changes. "
+                                   if pc < 1e-9 < pj["end"] else ". "))
     p += ("The corrected form's error is smaller than TCV's by "
           + ", ".join(f"{_g(c)} ({q})" for q, c in corr.items()) + ".")
     return Claim(st, src, verdict, "TCV/Verlet error "
@@ -291,12 +293,15 @@ def claim_phase_area(n: dict) -> Claim:
          "maps have Jacobian 1; what remains shrinks with the method's order because it is "
          "the outline's shape error. ")
     rk = ps["rk4"]
-    p += (f"RK4 changes it by {_g(rk['dev_end'])} (order {rk['order']:.2f}), steadily "
-          f"{'down' if rk['dev_end'] < 0 else 'up'}. ")
+    how = {"shrinks": ", shrinking at every step", "grows": ", growing at every step"}
+    p += (f"RK4 changes it by {_g(rk['dev_end'])} (order {rk['order']:.2f})"
+          f"{how.get(rk['verdict'], ', up and down')}. ")
     pv = ps["verlet"]
+    drift = "without drifting" if pv["verdict"].startswith("keeps") else \
+        f"and the error {pv['verdict']}"
     p += (f"Position Verlet and the TCVs, drawn with their three-point velocity estimate, are "
-          f"off by up to {_g(pv['dev_max'])} (order {pv['order']:.2f}) without drifting: they "
-          "are symplectic in (x, x_prev), and (q, p_estimated) is a near-identity change of "
+          f"off by up to {_g(pv['dev_max'])} (order {pv['order']:.2f}) {drift}: they are "
+          "symplectic in (x, x_prev), and (q, p_estimated) is a near-identity change of "
           "coordinates of that, not their symplectic map.")
     return Claim(st, src, verdict, f"Euler area x{eu['growth']:.3f}; symplectic within "
                  + ", ".join(_g(v["dev_max"]) for v in sym.values()), p)
