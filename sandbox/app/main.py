@@ -243,6 +243,8 @@ class App:
         self._set_world(world)
         self.paused = False
         self.banner = None
+        if self.timestep == "replay":
+            self.message("replay: no trace recorded yet, nothing moves (T: another mode)", True)
         if self.screen is not None:
             pygame.display.set_caption(f"{TITLE} - {scene.title}")   # ASCII: X in a C locale
 
