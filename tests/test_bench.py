@@ -170,6 +170,7 @@ def test_quick_only_writes_json_and_csv_with_the_expected_columns(tmp_path):
     assert set(bench.CSV_COLUMNS) <= set(row)
     assert row["name"] == "cloth50" and row["status"] == "ok"
     assert row["rounds"] == bench.QUICK_ROUNDS and len(row["rounds_physics_ms"]) == row["rounds"]
+    assert len(row["rounds_error"]) == row["rounds"] and row["error_max"] >= row["error_mean"]
     assert row["pymunk_ms"] is not None and "space.iterations=20" in row["pymunk_settings"]
     assert len(report["targets"]) == len(bench.TARGETS)
     rows = list(csv.DictReader(io.StringIO(out_csv.read_text())))
