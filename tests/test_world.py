@@ -13,7 +13,7 @@ G = 9.81
 
 
 def settle(world, seconds, h=1 / 60):
-    world.start(h / world.config.substeps)
+    world.start(h)
     for _ in range(int(round(seconds / h))):
         world.step(h)
 

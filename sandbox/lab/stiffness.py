@@ -24,7 +24,7 @@ def settle_error(scene: str, substeps: int, iterations: int, seconds: float = 10
         build_rope(w, (0, 0), (2, 0), segments=20, kind="stick")
     else:
         build_cloth(w, 20, 20, 0.1, pins="top_row")
-    w.start(h / substeps)
+    w.start(h)
     for _ in range(int(round(seconds / h))):
         w.step(h)
     return w.constraint_error()

@@ -58,11 +58,11 @@ class State:
                      self.h_prev, self.t, self.a_valid)
 
     def restore(self, other: State) -> None:
-        """Copy ``other`` into this state in place (arrays keep their identity)."""
+        """Copy ``other`` into this state (``x``, ``v``, ``x_prev`` keep their identity)."""
         self.x[...] = other.x
         self.v[...] = other.v
         self.x_prev[...] = other.x_prev
-        self.a[...] = other.a
+        self.a = other.a.copy()   # ``a`` may be the world's shared read-only gravity field
         self.h_prev = other.h_prev
         self.t = other.t
         self.a_valid = other.a_valid

@@ -103,6 +103,7 @@ class World:
         self.constraints = Constraints()
         self.colliders = Colliders()
         self._exclude: tuple[tuple, np.ndarray] | None = None
+        self._uniform: tuple | None = None     # cached gravity field (see _uniform_accel)
         self.springs = Springs()
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
@@ -160,8 +161,13 @@ class World:
         return body
 
     def start(self, h: float) -> None:
-        """(Re)start the integrator from the current ``(x, v)`` for steps of about ``h``."""
-        self.integrator.start(self.particles, h, self.accel)
+        """(Re)start the integrator from the current ``(x, v)`` for frames of about ``h``.
+
+        ``h`` is a frame step, like :meth:`step`'s; the integrator starts for the substep
+        ``h / substeps`` it will actually take (a Verlet start for the frame step would
+        make the first substep's ratio ``h/h_prev`` equal to ``1/substeps``).
+        """
+        self.integrator.start(self.particles, h / self.config.substeps, self.accel)
         self.started = True
 
     def configure(self, config: WorldConfig, h: float | None = None) -> None:
@@ -170,7 +176,8 @@ class World:
         self.config = config
         if config.integrator != old.integrator or not self.started:
             self.integrator = get_integrator(config.integrator)
-            self.start(h or self.particles.h_prev or 1 / 60)
+            prev = self.particles.h_prev * old.substeps if self.particles.h_prev else 0.0
+            self.start(h or prev or 1 / 60)
 
     def set_integrator(self, name: str, h: float | None = None) -> None:
         self.configure(dataclasses.replace(self.config, integrator=name), h)
@@ -180,8 +187,10 @@ class World:
     def accel(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned/grabbed rows."""
         p, cfg = self.particles, self.config
-        a = np.empty_like(x)
-        a[:] = cfg.gravity
+        uniform = self._uniform_accel(x)
+        if not (cfg.drag or cfg.G or len(self.springs) or self.pressure):
+            return uniform          # read-only: nobody may scribble on the shared field
+        a = np.zeros_like(x)
         if cfg.drag:
             a -= cfg.drag * v
         if cfg.G:
@@ -192,7 +201,25 @@ class World:
                 body.force(x, f)
             a += f * p.inv_mass[:, None]
         a *= (p.inv_mass > 0)[:, None]
+        a += uniform
         return a
+
+    def _uniform_accel(self, x: np.ndarray) -> np.ndarray:
+        """Gravity on the movable rows, zero on pinned ones, cached while neither changes.
+
+        Filling and masking a 40,000-row field cost 0.4 ms a substep, a fifth of the
+        200x200 cloth's physics; comparing the mask to the cached one costs a tenth.
+        """
+        movable = self.particles.inv_mass > 0
+        key = (tuple(self.config.gravity), x.shape, x.dtype.str)
+        c = self._uniform
+        if c is None or c[0] != key or not np.array_equal(c[1], movable):
+            a = np.empty_like(x)
+            a[:] = self.config.gravity
+            a *= movable[:, None]
+            a.flags.writeable = False
+            self._uniform = c = (key, movable, a)
+        return c[2]
 
     # --- stepping -----------------------------------------------------------------------
 
@@ -221,11 +248,11 @@ class World:
     def _substep(self, hs: float) -> None:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
-        x_old = p.x.copy()
         has_contacts = bool(cfg.bounds is not None or cfg.collide_particles or
                             len(self.colliders))
         v_old = p.v.copy() if has_contacts else None
         self.integrator.step(p, hs, self.accel)
+        x_old = p.x_prev          # every integrator leaves the pre-step positions there
         if self.grabbed:
             idx = np.fromiter(self.grabbed, np.int64)
             target = np.array([self.grabbed[k] for k in idx], dtype=p.x.dtype)
