@@ -38,6 +38,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from . import kernels
 from .particles import State
 
 AccelFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -161,7 +162,7 @@ class Leapfrog(Integrator):
 class _PositionVerlet(Integrator):
     """Shared machinery of the position-based (Störmer) Verlet family.
 
-    State is ``(x, x_prev, h_prev)``; the step differs per subclass in ``_advance``.
+    State is ``(x, x_prev, h_prev)``; subclasses differ only in ``_coefficients``.
 
     Start (article 001, eq. 2): ``x_prev = x0 - v0 h + a0 h^2/2``, the Taylor
     expansion of ``x(t - h)``. With it, position Verlet at a fixed step reproduces a
@@ -186,9 +187,23 @@ class _PositionVerlet(Integrator):
         s.x_prev = s.x - h * s.v + (0.5 * h * h) * a   # article 001, eq. (2)
         s.a, s.a_valid, s.h_prev = a, False, h
 
+    #: "auto" runs the compiled one-pass kernel for float (n, 2) states and scalar steps.
+    backend: ClassVar[str] = "auto"
+
     def step(self, s, h, accel):
         h_old = s.h_prev
         a = accel(s.x, s.v)
+        if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
+                and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.flags.c_contiguous
+                and s.x_prev.flags.c_contiguous and a.flags.c_contiguous):
+            r, ca = self._coefficients(h, h_old)
+            x_new = np.empty_like(s.x)
+            v = np.empty_like(s.x)
+            kernels.verlet_step(s.x, s.x_prev, a, r, ca, 1.0 / h + 1.0 / (h + h_old),
+                                h / (h_old * (h + h_old)), x_new, v)
+            s.x_prev, s.x, s.v = s.x, x_new, v
+            s.a, s.a_valid, s.h_prev = a, False, h
+            return
         back = s.x - s.x_prev                          # h_old * d0
         x_new = self._advance(s.x, back, a, h, h_old)
         fwd = x_new - s.x                              # h * d1
@@ -204,9 +219,17 @@ class _PositionVerlet(Integrator):
         # dx; only the estimate above must follow: d1 changes by dx/h.
         s.v += dx * ((2.0 * h + h_old) / (h * (h + h_old)))
 
+    def _advance(self, x, back, a, h, h_old):
+        """``x+ = x + back * r + a * ca`` from the last displacement ``back = x - x_prev``."""
+        r, ca = self._coefficients(h, h_old)
+        out = a * ca
+        out += x
+        out += back * r
+        return out
+
     @staticmethod
-    def _advance(x, back, a, h, h_old):
-        """``x+`` from ``x``, the last displacement ``back = x - x_prev`` and ``a``."""
+    def _coefficients(h, h_old):
+        """``(r, ca)``: the weights of the last displacement and of the acceleration."""
         raise NotImplementedError
 
 
@@ -221,11 +244,8 @@ class Verlet(_PositionVerlet):
     name, label, order, order_variable = "verlet", "Position Verlet", 2, 0
 
     @staticmethod
-    def _advance(x, back, a, h, h_old):
-        out = a * (h * h)
-        out += x
-        out += back
-        return out
+    def _coefficients(h, h_old):
+        return 1.0, h * h
 
 
 class TimeCorrectedVerlet(_PositionVerlet):
@@ -240,12 +260,9 @@ class TimeCorrectedVerlet(_PositionVerlet):
     name, label, order, order_variable = "tcv", "TCV (as published)", 2, 1
 
     @staticmethod
-    def _advance(x, back, a, h, h_old):
+    def _coefficients(h, h_old):
         # TCV as published: first order when h changes.
-        out = a * (h * h)
-        out += x
-        out += back * (h / h_old)
-        return out
+        return h / h_old, h * h
 
 
 class TimeCorrectedVerletFixed(_PositionVerlet):
@@ -259,11 +276,8 @@ class TimeCorrectedVerletFixed(_PositionVerlet):
     name, label, order, order_variable = "tcv_corrected", "TCV (corrected)", 2, 2
 
     @staticmethod
-    def _advance(x, back, a, h, h_old):
-        out = a * (0.5 * h * (h + h_old))
-        out += x
-        out += back * (h / h_old)
-        return out
+    def _coefficients(h, h_old):
+        return h / h_old, 0.5 * h * (h + h_old)
 
 
 class RK4(Integrator):

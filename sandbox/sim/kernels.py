@@ -82,9 +82,27 @@ if AVAILABLE:
                 ay += w * dy
             out[i, 0] = G * ax
             out[i, 1] = G * ay
+
+    @njit(cache=True, fastmath=False)
+    def verlet_step(x, x_prev, a, r, ca, c1, c2, x_new, v):  # pragma: no cover - compiled
+        """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``).
+
+        ``x+ = a*ca + x + back*r`` with ``back = x - x_prev``, and the three-point velocity
+        ``v = fwd*c1 - back*c2`` with ``fwd = x+ - x``: the numpy reference's operations in
+        its order, without its seven temporary arrays.
+        """
+        n, d = x.shape
+        for i in range(n):
+            for k in range(d):
+                back = x[i, k] - x_prev[i, k]
+                xn = a[i, k] * ca + x[i, k] + back * r
+                fwd = xn - x[i, k]
+                v[i, k] = fwd * c1 - back * c2
+                x_new[i, k] = xn
 else:  # pragma: no cover
     project_batches = None
     point_gravity = None
+    verlet_step = None
 
 
 def warm_up() -> None:
@@ -96,3 +114,5 @@ def warm_up() -> None:
     project_batches(x, np.ones(2), np.array([0]), np.array([1]), np.array([0.5]),
                     np.zeros(1), np.zeros(1, np.int8), 3600.0, np.zeros(1))
     point_gravity(x, np.ones(2), 1.0, 0.01, np.zeros((2, 2)))
+    verlet_step(x, x.copy(), np.zeros((2, 2)), 1.0, 1e-4, 60.0, 30.0, np.empty((2, 2)),
+                np.empty((2, 2)))
