@@ -1,28 +1,391 @@
-"""Vectorised rasterisation of many segments and dots straight into a pixel array.
+"""Rasterisation of many segments and dots straight into a pixel array.
 
 A 200 x 200 cloth has 158,802 links; one ``pygame.draw.line`` call each costs more than
-the physics. Instead every link is clipped to the window (Liang-Barsky, all at once),
-sampled at one point per pixel of its longer axis (a DDA line, so no gaps), and the
-samples are written into the surface's pixels with one fancy-index assignment. Links
-are grouped by sample count into a few buckets so that each bucket is a single
-``(links, samples)`` broadcast, never a Python loop over links.
+the physics. Two implementations draw them, with one pixel rule, so that they light the
+same pixels in the same colours (the tests compare them pixel for pixel):
+
+* compiled kernels (numba, when installed): one loop over the links that maps both
+  ends to the screen, clips, bins the strain into a colour and writes the line's pixels;
+* the numpy reference (the fallback without numba): all links clipped at once, then
+  the samples of all of them laid out in one flat array (``np.repeat``) and written
+  with one fancy-index assignment, never a Python loop over links.
+
+The pixel rule. A segment with both ends inside ``[0, w-1] x [0, h-1]`` is used as is,
+any other is clipped to that box (Liang-Barsky; non-finite ones are dropped). With
+``d = q - p`` it gets ``k = max(ceil(max(|dx|, |dy|)) + 1, 2)`` samples, one per pixel of
+its longer axis, both ends included (a DDA line with no gaps): sample ``s = 0 .. k-1``
+lights pixel ``(int(s (dx / (k-1)) + (px + 0.5)), int(s (dy / (k-1)) + (py + 0.5)))``,
+every operation in float64 in that order (``dx / (k-1)`` as ``dx * (1 / (k-1))``), so
+that both paths round alike. A 2 px line also lights the right and the lower neighbour
+of every sample (clamped to the box).
+
+Overlaps: a pixel takes the colour of the last segment in drawing order that lights it,
+so callers pass the links they want on top last (both paths honour that order exactly).
 
 ``pix`` below is a C-contiguous ``(H, W)`` uint32 view of a 32-bit surface
 (``pygame.surfarray.pixels2d(surface).T``); colours are ``surface.map_rgb`` ints.
-Where links overlap, the one written last wins, so callers pass the links they want on
-top last.
+``view = (hx, hy, cx, cy, kx, ky)`` maps world points to the screen as the camera does:
+``sx = hx + (x - cx) kx``, ``sy = hy + (y - cy) ky`` (``ky = -scale``: world y-up, screen
+y-down), evaluated in that order so that both paths get the same float64 coordinates.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-#: Sample counts a segment is rounded up to (a segment of n pixels gets the next one):
-#: at most 1.5x oversampling, and one broadcast per bucket.
-_BUCKETS = np.array([2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256,
-                     384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192])
-#: Bucket index of every sample count 0..8192 (a gather is ten times a searchsorted).
-_BUCKET_OF = np.searchsorted(_BUCKETS, np.arange(_BUCKETS[-1] + 1)).astype(np.int8)
+from ..sim.constraints import ROPE
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    from numba import njit
+    AVAILABLE = True
+except ImportError:  # pragma: no cover
+    AVAILABLE = False
+
+#: Identity view: the coordinates given are already screen pixels.
+SCREEN = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0)
+
+
+def _use_kernels(backend: str) -> bool:
+    if backend == "numba":
+        if not AVAILABLE:
+            raise RuntimeError("numba is not installed")
+        return True
+    if backend not in ("auto", "numpy"):
+        raise ValueError(f"unknown backend {backend!r} (auto, numba or numpy)")
+    return backend == "auto" and AVAILABLE
+
+
+# --------------------------------------------------------------------------- kernels
+
+if AVAILABLE:
+    @njit(cache=True)
+    def _strain_colours_kernel(x, i, j, rest, kind, strain, have_strain, edges, table,
+                               neutral, colour, order, strain_out):  # pragma: no cover
+        """Strain bin -> colour ``table[rope, bin]`` of every link, and the drawing order
+        (by ``|bin - neutral|``, then by index: the most strained on top).
+
+        The strain is ``strain[k]`` when ``have_strain``, else computed from ``x`` as
+        ``Constraints.strain`` does (ropes: 0 when slack) and written to ``strain_out``.
+        The bin is ``np.digitize``'s: the number of edges ``<= s`` (NaN: past the last).
+        The order is a counting sort, the same permutation as a stable argsort.
+        """
+        m = i.size
+        ne = edges.size
+        nlev = max(neutral, ne - neutral) + 1
+        counts = np.zeros(nlev + 1, np.int64)
+        level = np.empty(m, np.int64)
+        for k in range(m):
+            if have_strain:
+                s = strain[k]
+            else:
+                a = i[k]
+                b = j[k]
+                dx = x[b, 0] - x[a, 0]
+                dy = x[b, 1] - x[a, 1]
+                L = math.sqrt(dx * dx + dy * dy)
+                r = rest[k]
+                s = (L - r) / (r if r > 0.0 else 1.0)
+                if kind[k] == ROPE and s < 0.0:
+                    s = 0.0
+                strain_out[k] = s
+            bn = 0
+            for e in range(ne):                         # edges <= s, without a branch
+                bn += edges[e] <= s
+            if s != s:
+                bn = ne
+            colour[k] = table[1 if kind[k] == ROPE else 0, bn]
+            lv = bn - neutral if bn >= neutral else neutral - bn
+            level[k] = lv
+            counts[lv + 1] += 1
+        for lv in range(nlev):
+            counts[lv + 1] += counts[lv]
+        for k in range(m):
+            lv = level[k]
+            order[counts[lv]] = k
+            counts[lv] += 1
+
+    @njit(cache=True)
+    def _links_kernel(pix, x, i, j, order, colour, hx, hy, cx, cy, kx, ky,
+                      width):  # pragma: no cover - compiled
+        """Draw links ``order[o]`` (``x[i[k]] -> x[j[k]]``, world) in ``colour[k]``.
+
+        The module docstring's pixel rule, written out in the loop (a helper call per
+        link costs more than the link). Pixel indices go through uint32 so that numba
+        emits no negative-index wraparound; the ends being clipped to the box, every
+        sample is inside it (the test stays, for safety). Returns the samples taken.
+        """
+        h, w = pix.shape
+        wm1 = w - 1.0
+        hm1 = h - 1.0
+        wide = width > 1
+        noff = 3 if wide else 1
+        written = 0
+        for o in range(order.size):
+            k = order[o]
+            a = i[k]
+            b = j[k]
+            px = hx + (x[a, 0] - cx) * kx
+            py = hy + (x[a, 1] - cy) * ky
+            qx = hx + (x[b, 0] - cx) * kx
+            qy = hy + (x[b, 1] - cy) * ky
+            if not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+                    and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+                # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
+                if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
+                        and math.isfinite(qy)):
+                    continue
+                dx = qx - px
+                dy = qy - py
+                t0 = 0.0
+                t1 = 1.0
+                keep = True
+                for e in range(4):
+                    if e == 0:
+                        pk = -dx
+                        qk = px
+                    elif e == 1:
+                        pk = dx
+                        qk = wm1 - px
+                    elif e == 2:
+                        pk = -dy
+                        qk = py
+                    else:
+                        pk = dy
+                        qk = hm1 - py
+                    if pk == 0.0:
+                        if qk < 0.0:
+                            keep = False
+                    elif pk < 0.0:
+                        r = qk / pk
+                        if r > t0:
+                            t0 = r
+                    else:
+                        r = qk / pk
+                        if r < t1:
+                            t1 = r
+                if not (keep and t0 <= t1):
+                    continue
+                ax = px + t0 * dx
+                ay = py + t0 * dy
+                bx = px + t1 * dx
+                by = py + t1 * dy
+                if not (math.isfinite(ax) and math.isfinite(ay) and math.isfinite(bx)
+                        and math.isfinite(by)):
+                    continue
+                px = ax
+                py = ay
+                qx = bx
+                qy = by
+            dx = qx - px
+            dy = qy - py
+            adx = abs(dx)
+            ady = abs(dy)
+            kk = int(math.ceil(adx if adx >= ady else ady)) + 1
+            if kk < 2:
+                kk = 2
+            inv = 1.0 / (kk - 1)
+            sx = dx * inv
+            sy = dy * inv
+            ox = px + 0.5
+            oy = py + 0.5
+            col = colour[k]
+            written += kk * noff
+            for s in range(kk):
+                fs = float(s)
+                xs = np.uint32(np.int32(fs * sx + ox))
+                ys = np.uint32(np.int32(fs * sy + oy))
+                if xs < w and ys < h:
+                    pix[ys, xs] = col
+                    if wide:
+                        pix[ys, xs + 1 if xs + 1 < w else xs] = col
+                        pix[ys + 1 if ys + 1 < h else ys, xs] = col
+        return written
+
+    @njit(cache=True)
+    def _stamp_kernel(pix, pts, offsets, colours):  # pragma: no cover - compiled
+        """``offsets (s, 2)`` stamped at every point ``pts (k, 2)`` px, as :func:`stamp`."""
+        h, w = pix.shape
+        for p in range(pts.shape[0]):
+            x = pts[p, 0]
+            y = pts[p, 1]
+            if not (abs(x) < 1e7 and abs(y) < 1e7):      # far away or not finite
+                continue
+            cx = int(math.floor(x + 0.5))
+            cy = int(math.floor(y + 0.5))
+            col = colours[p]
+            for o in range(offsets.shape[0]):
+                xs = cx + offsets[o, 0]
+                ys = cy + offsets[o, 1]
+                if xs >= 0 and xs < w and ys >= 0 and ys < h:
+                    pix[ys, xs] = col
+else:  # pragma: no cover
+    _strain_colours_kernel = _links_kernel = _stamp_kernel = None
+
+
+def warm_up() -> None:
+    """Compile (or load from the disk cache) the kernels on a tiny problem, so that the
+    first frame does not pause. Does nothing without numba."""
+    if not AVAILABLE:
+        return
+    pix = np.zeros((4, 4), np.uint32)
+    x = np.array([[0.0, 0.0], [3.0, 2.0]])
+    i, j = np.array([0]), np.array([1])
+    table = np.ones((2, 8), np.uint32)
+    edges = np.array([-0.02, -0.005, -0.001, 0.001, 0.005, 0.02, 0.05])
+    strain_colours(x, i, j, np.ones(1), np.zeros(1, np.int8), None, edges, table, 3)
+    links(pix, x, i, j, 1, SCREEN, width=2)
+    stamp(pix, x, np.zeros((1, 2), np.int64), 1)
+
+
+# --------------------------------------------------------------------------- links
+
+def strain_colours(x, i, j, rest, kind, strain, edges, table, neutral: int,
+                   backend: str = "auto"):
+    """Colour and drawing order of links binned by strain.
+
+    ``strain (m,)`` is the links' relative stretch, or None to compute it from ``x``
+    (``(|x_j - x_i| - rest) / rest``, ropes (``kind == ROPE``) clamped to 0 when slack,
+    as ``Constraints.strain``). Bins are ``np.digitize(strain, edges)``; a link's colour
+    is ``table[kind == ROPE, bin]``. Returns ``colour (m,)`` (``table``'s dtype),
+    ``order (m,)`` (by distance of the bin from ``neutral``, then by index: draw in this
+    order and the most strained links end up on top) and the strain.
+    """
+    i = np.asarray(i, np.int64)
+    j = np.asarray(j, np.int64)
+    kind = np.asarray(kind, np.int8)
+    if x is None:                                   # the strain is given: x is not read
+        if strain is None:
+            raise ValueError("strain_colours needs x or strain")
+        x = np.zeros((0, 2))
+    table = np.ascontiguousarray(table)
+    edges = np.ascontiguousarray(edges, np.float64)
+    m = len(i)
+    if _use_kernels(backend):
+        have = strain is not None
+        s = (np.ascontiguousarray(strain, np.float64) if have else np.empty(m))
+        if have and len(s) != m:
+            raise ValueError("strain and links differ in length")
+        colour = np.empty(m, table.dtype)
+        order = np.empty(m, np.int64)
+        _strain_colours_kernel(np.ascontiguousarray(x, np.float64), i, j,
+                               np.asarray(rest, np.float64), kind, s, have, edges, table,
+                               int(neutral), colour, order, s)
+        return colour, order, s
+    if strain is None:
+        rest = np.asarray(rest, np.float64)
+        d = np.asarray(x, np.float64)[j] - np.asarray(x, np.float64)[i]
+        s = (np.sqrt(np.einsum("ij,ij->i", d, d)) - rest) / np.where(rest > 0, rest, 1.0)
+        strain = np.where((kind == ROPE) & (s < 0), 0.0, s)
+    strain = np.asarray(strain, np.float64)
+    bins = np.digitize(strain, edges)
+    colour = table[(kind == ROPE).astype(np.intp), bins]
+    order = np.argsort(np.abs(bins - int(neutral)), kind="stable")
+    return colour, order, strain
+
+
+def links(pix: np.ndarray, x, i, j, colours, view=SCREEN, order=None, width: int = 1,
+          backend: str = "auto") -> int:
+    """Draw links ``x[i[k]] -> x[j[k]]`` (points ``x (n, 2)`` mapped by ``view``, see the
+    module docstring) into ``pix`` in ``colours`` (scalar or ``(m,)``, per link), in
+    ``order`` (link indices; default all, by index; the last drawn is on top);
+    ``width`` 1 or 2 px. Returns the samples taken."""
+    i = np.asarray(i, np.int64)
+    j = np.asarray(j, np.int64)
+    m = len(i)
+    colours = np.broadcast_to(np.asarray(colours, pix.dtype), (m,))
+    order = np.arange(m) if order is None else np.asarray(order, np.int64)
+    hx, hy, cx, cy, kx, ky = (float(v) for v in view)
+    if not len(order):
+        return 0
+    if _use_kernels(backend):
+        return int(_links_kernel(pix, np.ascontiguousarray(x, np.float64), i, j, order,
+                                 np.ascontiguousarray(colours), hx, hy, cx, cy, kx, ky,
+                                 int(width)))
+    x = np.asarray(x, np.float64)
+    sx = hx + (x[:, 0] - cx) * kx
+    sy = hy + (x[:, 1] - cy) * ky
+    ci, cj = i[order], j[order]
+    return _segments_numpy(pix, sx[ci], sy[ci], sx[cj], sy[cj], colours[order], width)
+
+
+def segments(pix: np.ndarray, p: np.ndarray, q: np.ndarray, colours, width: int = 1,
+             backend: str = "auto") -> int:
+    """Draw segments ``p[k] -> q[k]`` (screen px ``(m, 2)``) in ``colours`` (scalar or
+    ``(m,)``) into ``pix (H, W)``, in index order; ``width`` 1 or 2 px. Returns the
+    samples taken."""
+    p = np.asarray(p, float).reshape(-1, 2)
+    q = np.asarray(q, float).reshape(-1, 2)
+    return segments_xy(pix, p[:, 0], p[:, 1], q[:, 0], q[:, 1], colours, width, backend)
+
+
+def segments_xy(pix: np.ndarray, px, py, qx, qy, colours, width: int = 1,
+                backend: str = "auto") -> int:
+    """:func:`segments` with the coordinates as four ``(m,)`` columns."""
+    m = len(px)
+    if m == 0:
+        return 0
+    if _use_kernels(backend):
+        ends = np.empty((2 * m, 2))
+        ends[:m, 0], ends[:m, 1], ends[m:, 0], ends[m:, 1] = px, py, qx, qy
+        k = np.arange(m)
+        return links(pix, ends, k, k + m, colours, SCREEN, width=width, backend="numba")
+    return _segments_numpy(pix, px, py, qx, qy, colours, width)
+
+
+def _segments_numpy(pix: np.ndarray, px, py, qx, qy, colours, width: int = 1) -> int:
+    """The numpy reference of the pixel rule: the samples of every segment, segment
+    after segment, in flat arrays, written with one assignment, so that the last segment
+    lighting a pixel wins."""
+    h, w = pix.shape
+    m = len(px)
+    if m == 0:
+        return 0
+    colours = np.broadcast_to(np.asarray(colours, pix.dtype), (m,))
+    px, py, qx, qy = (np.asarray(a, np.float64) for a in (px, py, qx, qy))
+    # Segments with both ends on screen need no clipping (a cloth in view is almost all
+    # of them). The others are clipped in float64 (far-away ends lose no precision) and
+    # put back in their place; NaN compares False, so non-finite ones go to clip() and
+    # are dropped there.
+    with np.errstate(invalid="ignore"):
+        inside = ((px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
+                  & (qx >= 0) & (qx <= w - 1) & (qy >= 0) & (qy <= h - 1))
+    if not inside.all():
+        out = np.flatnonzero(~inside)
+        cp, cq, keep = clip(np.stack([px[out], py[out]], axis=1),
+                            np.stack([qx[out], qy[out]], axis=1), w, h)
+        px, py, qx, qy = (a.copy() for a in (px, py, qx, qy))
+        back = out[keep]
+        px[back], py[back], qx[back], qy[back] = cp[:, 0], cp[:, 1], cq[:, 0], cq[:, 1]
+        valid = inside.copy()
+        valid[back] = True
+        px, py, qx, qy = px[valid], py[valid], qx[valid], qy[valid]
+        colours = colours[valid]
+    if not len(px):
+        return 0
+    dx = qx - px
+    dy = qy - py
+    # One sample per pixel along the longer axis, both ends included (a DDA line); all
+    # the samples of all the segments in one flat array, segment after segment.
+    k = np.maximum(np.ceil(np.maximum(np.abs(dx), np.abs(dy))).astype(np.intp) + 1, 2)
+    inv = 1.0 / (k - 1)
+    start = np.cumsum(k) - k
+    s = np.arange(int(start[-1] + k[-1])) - np.repeat(start, k)     # index in its segment
+    xs = s * np.repeat(dx * inv, k)
+    xs += np.repeat(px + 0.5, k)          # round half up: (x + 0.5) truncated
+    xs = xs.astype(np.intp)
+    ys = s * np.repeat(dy * inv, k)
+    ys += np.repeat(py + 0.5, k)
+    ys = ys.astype(np.intp)
+    idx = ys * w
+    idx += xs
+    if width > 1:                         # and the right and the lower neighbour
+        idx = np.stack([idx, ys * w + np.minimum(xs + 1, w - 1),
+                        np.minimum(ys + 1, h - 1) * w + xs], axis=1).ravel()
+    # One 1-D fancy assignment: numpy writes it in index order, so the last write wins.
+    pix.reshape(-1)[idx] = np.repeat(colours, k * (len(idx) // len(s)))
+    return len(idx)
 
 
 def clip(p: np.ndarray, q: np.ndarray, w: int, h: int):
@@ -53,75 +416,7 @@ def clip(p: np.ndarray, q: np.ndarray, w: int, h: int):
     return p2[keep], q2[keep], keep
 
 
-def segments(pix: np.ndarray, p: np.ndarray, q: np.ndarray, colours, width: int = 1) -> int:
-    """Draw segments ``p[k] -> q[k]`` (screen px ``(m, 2)``) in ``colours`` (scalar or
-    ``(m,)``) into ``pix (H, W)``; ``width`` 1 or 2 px. Returns the samples written."""
-    p = np.asarray(p, float).reshape(-1, 2)
-    q = np.asarray(q, float).reshape(-1, 2)
-    return segments_xy(pix, p[:, 0], p[:, 1], q[:, 0], q[:, 1], colours, width)
-
-
-def segments_xy(pix: np.ndarray, px, py, qx, qy, colours, width: int = 1) -> int:
-    """:func:`segments` with the coordinates as four ``(m,)`` columns (no gathers into
-    ``(m, 2)`` arrays: every pass below is a plain loop over one contiguous vector)."""
-    h, w = pix.shape
-    m = len(px)
-    if m == 0:
-        return 0
-    colours = np.broadcast_to(np.asarray(colours, pix.dtype), (m,))
-    px, py, qx, qy = (np.asarray(a, np.float64) for a in (px, py, qx, qy))
-    # Fast path: segments with both ends on screen need no clipping (a cloth in view is
-    # almost all of them) and are sampled in float32. The others are clipped in float64
-    # first (far-away ends lose no precision); NaN compares False, so non-finite ones
-    # go to clip() and are dropped there.
-    with np.errstate(invalid="ignore"):
-        inside = ((px >= 0) & (px <= w - 1) & (py >= 0) & (py <= h - 1)
-                  & (qx >= 0) & (qx <= w - 1) & (qy >= 0) & (qy <= h - 1))
-    if inside.all():
-        px, py, qx, qy = (a.astype(np.float32) for a in (px, py, qx, qy))
-    else:
-        out = ~inside
-        cp, cq, keep = clip(np.stack([px[out], py[out]], axis=1),
-                            np.stack([qx[out], qy[out]], axis=1), w, h)
-        px = np.concatenate([px[inside], cp[:, 0]]).astype(np.float32)
-        py = np.concatenate([py[inside], cp[:, 1]]).astype(np.float32)
-        qx = np.concatenate([qx[inside], cq[:, 0]]).astype(np.float32)
-        qy = np.concatenate([qy[inside], cq[:, 1]]).astype(np.float32)
-        colours = np.concatenate([colours[inside], colours[out][keep]])
-    if not len(px):
-        return 0
-    dx = qx - px
-    dy = qy - py
-    # One sample per pixel along the longer axis, both ends included (a DDA line).
-    n = np.ceil(np.maximum(np.abs(dx), np.abs(dy))).astype(np.int32) + 1
-    bucket = _BUCKET_OF[np.minimum(n, _BUCKETS[-1])]
-    flat_pix = pix.reshape(-1)
-    written = 0
-    # Offsets of a 2 px line: the sample, its right and its lower neighbour.
-    offsets = [(0, 0)] if width <= 1 else [(0, 0), (1, 0), (0, 1)]
-    counts = np.bincount(bucket)
-    half = np.float32(0.5)
-    for b in np.flatnonzero(counts):
-        sel = np.flatnonzero(bucket == b) if counts[b] < len(bucket) else slice(None)
-        k = int(_BUCKETS[b])
-        t = np.linspace(0.0, 1.0, k, dtype=np.float32)
-        # Round half up: (x + 0.5) truncated; points lie in [0, w-1] x [0, h-1].
-        xs = np.multiply.outer(dx[sel], t)
-        xs += (px[sel] + half)[:, None]
-        xs = xs.astype(np.int32)
-        ys = np.multiply.outer(dy[sel], t)
-        ys += (py[sel] + half)[:, None]
-        ys = ys.astype(np.int32)
-        col = np.repeat(colours[sel], k)
-        for ox, oy in offsets:
-            xo = np.minimum(xs + ox, w - 1) if ox else xs
-            yo = np.minimum(ys + oy, h - 1) if oy else ys
-            idx = yo * w
-            idx += xo
-            flat_pix[idx.ravel()] = col
-        written += xs.size * len(offsets)
-    return written
-
+# --------------------------------------------------------------------------- dots
 
 def disc_offsets(r: float) -> np.ndarray:
     """Integer pixel offsets ``(k, 2)`` of a filled disc of radius ``r`` px."""
@@ -152,13 +447,19 @@ def square_offsets(half: int, hollow: bool = False) -> np.ndarray:
     return np.stack([ox[on], oy[on]], axis=1)
 
 
-def stamp(pix: np.ndarray, pts: np.ndarray, offsets: np.ndarray, colours) -> None:
-    """Stamp the pixel pattern ``offsets (s, 2)`` at each point ``pts (k, 2)`` px."""
+def stamp(pix: np.ndarray, pts: np.ndarray, offsets: np.ndarray, colours,
+          backend: str = "auto") -> None:
+    """Stamp the pixel pattern ``offsets (s, 2)`` at each point ``pts (k, 2)`` px (the
+    pixel ``floor(p + 0.5)``), point after point: the last point wins an overlap."""
     h, w = pix.shape
-    pts = np.asarray(pts, float)
+    pts = np.asarray(pts, float).reshape(-1, 2)
     if not len(pts):
         return
     colours = np.broadcast_to(np.asarray(colours, pix.dtype), (len(pts),))
+    if _use_kernels(backend):
+        _stamp_kernel(pix, np.ascontiguousarray(pts), np.ascontiguousarray(offsets, np.int64),
+                      np.ascontiguousarray(colours))
+        return
     ok = np.isfinite(pts).all(axis=1)
     # Far-away points would overflow int32 and can never touch the window.
     ok &= (np.abs(pts) < 1e7).all(axis=1)

@@ -1,11 +1,11 @@
 """Drawing a world: metre grid, walls, static shapes, links coloured by strain, ropes,
 springs, particles, pins, the grabbed particle, and a translucent ghost world.
 
-Everything numerous is drawn batched through :mod:`sandbox.app.raster`: the camera maps
-all particles at once, each link takes its two endpoints from that array, strain is
-binned into a handful of colours by ``np.digitize``, and the samples of every link of
-every colour land in the pixel array in a few numpy assignments. Only things that are
-few by nature (grid lines, walls, shapes, the cut path) use ``pygame.draw``.
+Everything numerous is drawn batched through :mod:`sandbox.app.raster`: with numba, one
+compiled pass bins every link's strain into a colour and orders the links (most strained
+on top), and a second maps both ends of every link to the screen and writes its pixels;
+without numba the same pixels come from a few numpy broadcasts. Only things that are few
+by nature (grid lines, walls, shapes, the cut path) use ``pygame.draw``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import math
 import numpy as np
 import pygame
 
-from ..sim.constraints import ROPE
 from . import raster
 from .camera import Camera
 
@@ -66,10 +65,28 @@ def nice_step(span: float, target: int = 12) -> float:
     return 10.0 * mag
 
 
-class WorldRenderer:
-    """Draws worlds onto a 32-bit surface; keeps the ghost layer between frames."""
+def camera_view(cam: Camera) -> tuple[float, ...]:
+    """The camera as :mod:`raster`'s ``view`` floats ``(hx, hy, cx, cy, kx, ky)``: the
+    same arithmetic as ``Camera.to_screen``, one coordinate at a time."""
+    half = cam.half
+    return (float(half[0]), float(half[1]), float(cam.center[0]), float(cam.center[1]),
+            cam.scale * 1.0, cam.scale * -1.0)
 
-    def __init__(self) -> None:
+
+class WorldRenderer:
+    """Draws worlds onto a 32-bit surface; keeps the ghost layer between frames.
+
+    ``backend`` is raster's: "auto" (compiled kernels when numba is installed), "numba"
+    or "numpy" (the reference; both light the same pixels in the same colours).
+    """
+
+    @staticmethod
+    def warm_up() -> None:
+        """Compile or load the drawing kernels now rather than on the first frame."""
+        raster.warm_up()
+
+    def __init__(self, backend: str = "auto") -> None:
+        self.backend = backend
         self._ghost_layer: pygame.Surface | None = None
         self._mapped: dict[tuple, int] = {}
         self._format_of: object = None
@@ -133,10 +150,11 @@ class WorldRenderer:
               strain: np.ndarray | None = None) -> dict:
         """Links, springs, particles, pins and the grab of ``world`` drawn at positions
         ``x (n, 2)`` m (interpolated by the caller); ``strain (m,)`` of the links if
-        already computed. Returns counts drawn, for the HUD."""
+        already computed, else it is computed (with numba inside the colouring kernel)
+        from the true positions. Returns the samples taken and the links' strain."""
         p, c = world.particles, world.constraints
-        s = cam.to_screen(x)
-        sx, sy = np.ascontiguousarray(s[:, 0]), np.ascontiguousarray(s[:, 1])
+        view = camera_view(cam)
+        backend = self.backend
         # (H, W) view of the pixels, C-contiguous for 32 bpp; it locks the surface until
         # this function returns.
         pix = pygame.surfarray.pixels2d(surface).T
@@ -145,34 +163,33 @@ class WorldRenderer:
         samples = 0
         if len(c):
             # Strain of the true positions; the most strained links are drawn last (on top).
-            bins = strain_bins(c.strain(p.x) if strain is None else strain)
-            table = self._strain_table(surface)
-            colour = table[(c.kind == ROPE).astype(np.intp), bins]
-            order = np.argsort(np.abs(bins - NEUTRAL_BIN), kind="stable")
-            ci, cj = c.i[order], c.j[order]
+            colour, order, strain = raster.strain_colours(
+                p.x, c.i, c.j, c.rest, c.kind, strain, STRAIN_EDGES,
+                self._strain_table(surface), NEUTRAL_BIN, backend)
             width = 2 if len(c) < 3000 else 1
-            samples += raster.segments_xy(pix, sx[ci], sy[ci], sx[cj], sy[cj], colour[order],
-                                          width)
+            samples += raster.links(pix, x, c.i, c.j, colour, view, order, width, backend)
         springs = getattr(world, "springs", None)
         if springs is not None and len(springs.i):
-            si, sj = springs.i, springs.j
-            samples += raster.segments_xy(pix, sx[si], sy[si], sx[sj], sy[sj],
-                                          self._map(surface, SPRING))
+            samples += raster.links(pix, x, springs.i, springs.j, self._map(surface, SPRING),
+                                    view, backend=backend)
         r_px = p.radius * cam.scale
         balls = r_px >= 2.0
-        small = ~balls
-        if small.any() and p.n <= 5000:
-            raster.stamp(pix, s[small], self.dot if p.n <= 1500 else self.small_dot,
-                         self._map(surface, PARTICLE))
-        self._balls(pix, surface, s[balls], r_px[balls], self._map(surface, BALL))
+        if p.n <= 5000 and not balls.all():
+            raster.stamp(pix, cam.to_screen(x[~balls]),
+                         self.dot if p.n <= 1500 else self.small_dot,
+                         self._map(surface, PARTICLE), backend)
+        if balls.any():
+            self._balls(pix, cam.to_screen(x[balls]), r_px[balls], self._map(surface, BALL))
         grabbed = np.fromiter(getattr(world, "grabbed", {}), np.int64)
         pinned = p.inv_mass == 0
         pinned[grabbed] = False
-        raster.stamp(pix, s[pinned], self.pin, self._map(surface, PIN))
-        raster.stamp(pix, s[grabbed], self.grab, self._map(surface, GRAB))
-        return {"samples": samples}
+        raster.stamp(pix, cam.to_screen(x[pinned]), self.pin, self._map(surface, PIN),
+                     backend)
+        raster.stamp(pix, cam.to_screen(x[grabbed]), self.grab, self._map(surface, GRAB),
+                     backend)
+        return {"samples": samples, "strain": strain}
 
-    def _balls(self, pix, surface, s, r_px, colour, filled: bool = True) -> None:
+    def _balls(self, pix, s, r_px, colour, filled: bool = True) -> None:
         """Particles with a visible radius, grouped by radius in whole pixels."""
         if not len(s):
             return
@@ -180,7 +197,7 @@ class WorldRenderer:
         for radius in np.unique(r):
             offs = (raster.disc_offsets(radius) if filled
                     else raster.ring_offsets(radius, 1.5))
-            raster.stamp(pix, s[r == radius], offs, colour)
+            raster.stamp(pix, s[r == radius], offs, colour, self.backend)
 
     def ghost(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
               alpha: int = 110) -> None:
@@ -197,20 +214,20 @@ class WorldRenderer:
 
     def _ghost_pixels(self, layer: pygame.Surface, cam: Camera, world, x) -> None:
         p, c = world.particles, world.constraints
-        s = cam.to_screen(x)
+        view = camera_view(cam)
         colour = self._map(layer, GHOST)
         pix = pygame.surfarray.pixels2d(layer).T
         if len(c):
-            raster.segments_xy(pix, s[c.i, 0], s[c.i, 1], s[c.j, 0], s[c.j, 1], colour)
+            raster.links(pix, x, c.i, c.j, colour, view, backend=self.backend)
         springs = getattr(world, "springs", None)
         if springs is not None and len(springs.i):
-            raster.segments(pix, s[springs.i], s[springs.j], colour)
+            raster.links(pix, x, springs.i, springs.j, colour, view, backend=self.backend)
         r_px = p.radius * cam.scale
         balls = r_px >= 2.0
-        self._balls(pix, layer, s[balls], r_px[balls], colour)
-        small = ~balls
-        if small.any() and not len(c) and p.n <= 5000:
-            raster.stamp(pix, s[small], self.dot, colour)
+        if balls.any():
+            self._balls(pix, cam.to_screen(x[balls]), r_px[balls], colour)
+        if not len(c) and p.n <= 5000 and not balls.all():
+            raster.stamp(pix, cam.to_screen(x[~balls]), self.dot, colour, self.backend)
 
     def cut_path(self, surface: pygame.Surface, points_px) -> None:
         if len(points_px) >= 2:
