@@ -785,6 +785,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         return 1
     try:
         pygame.key.set_repeat(300, 35)
+        WorldRenderer.warm_up()                   # drawing kernels: compiled or loaded now
         app = App(scene, screen=screen)
         clock = pygame.time.Clock()
         last = time.perf_counter()
