@@ -419,9 +419,7 @@ class Drawer:
                 surf = self.surface
                 r.background(surf, cam, world.config.bounds)
                 r.shapes(surf, cam, getattr(world, "shapes", None))
-                c = world.constraints
-                strain = c.strain(world.particles.x) if len(c) else np.zeros(0)
-                r.world(surf, cam, world, world.particles.x, strain)
+                r.world(surf, cam, world, world.particles.x)   # strain computed in-kernel
                 return
             except Exception as e:       # the app is someone else's moving target
                 self.note = f"app renderer failed ({type(e).__name__}: {e}); minimal renderer"

@@ -671,10 +671,10 @@ class App:
             r, cam, world = self.renderer, self.camera, self.world
             r.background(surf, cam, world.config.bounds)
             r.shapes(surf, cam, getattr(world, "shapes", None))
-            c = world.constraints
-            # One strain evaluation a frame serves the colours and the HUD's error line.
-            self._strain = c.strain(world.particles.x) if len(c) else np.zeros(0)
-            r.world(surf, cam, world, self._positions(world, self._x_before), self._strain)
+            # The renderer's colouring kernel computes the links' strain (true positions);
+            # the same array serves the HUD's error line (one evaluation a frame).
+            out = r.world(surf, cam, world, self._positions(world, self._x_before))
+            self._strain = out.get("strain", np.zeros(0)) if out else np.zeros(0)
             if self.ghost is not None:
                 r.ghost(surf, cam, self.ghost, self._positions(self.ghost, self._ghost_before))
             if self.cut_path is not None:
