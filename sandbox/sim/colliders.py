@@ -12,10 +12,11 @@ compared number for number:
     (negative inside; a segment's thickness is part of its surface), the closest point
     ``q (m, 2)`` on that surface and the unit normal ``n (m, 2)``, the gradient of ``d``:
     it points out of the shape, towards ``p`` when ``p`` is outside.
-``sweep(p0, p1, s, r) -> hit, t, n, q``
+``sweep(p0, p1, s, r) -> hit, t, n``
     a disc of radius ``r`` moving from ``p0`` to ``p1`` (a ray against the shape grown by
-    ``r``): whether it touches the shape, the time of impact ``t`` in ``[0, 1]``, the normal
-    there and the contact point on the shape's surface (pymunk's ``segment_query``).
+    ``r``): whether it touches the shape, the time of impact ``t`` in ``[0, 1]`` and the
+    normal there; the contact point on the shape's surface is ``p0 + t (p1 - p0) - r n``
+    (pymunk's ``segment_query``). A start inside the grown shape is no hit.
 
 One substep of contacts (``World._substep`` drives it; Müller et al., "Detailed Rigid
 Body Simulation with Extended Position Based Dynamics", 2020, sec. 3.5-3.6, and Macklin
@@ -23,13 +24,16 @@ et al., "Small Steps in Physics Simulation", 2019)::
 
     Colliders.begin()      broad phase: candidate (particle, shape) pairs whose AABBs overlap
                            (the particle's box covers its path this substep, grown by its
-                           radius and a margin) -- a uniform grid over the shapes' boxes
+                           radius and a margin) -- a uniform grid over the shapes' boxes;
+                           particle pairs from a uniform grid of particles (Verlet list)
                            continuous detection: a path that enters a shape is cut at the
                            time of impact, the particle placed there on the near side
+                           (keeping the tangential rest of its path: it slides)
     Contacts.project()     in every constraint iteration: particle pairs, then shapes, then
-                           walls; a penetrating particle is moved out along the normal
+                           walls; a penetrating particle is moved out along the normal,
+                           and held in place if static friction can hold it
     Contacts.finish()      after the integrator folded the corrections into its velocity:
-                           one velocity pass over this substep's contacts (restitution,
+                           the velocity pass over this substep's contacts (restitution,
                            Coulomb friction), written back as v or as x_prev
 
 Pinned (and grabbed) particles have ``inv_mass == 0``: every correction is scaled by the
@@ -56,13 +60,17 @@ TOUCH = 1e-7
 #: constraint iterations move it after detection; plus its displacement this substep.
 MARGIN = 1e-3
 
+#: Up to this many (particle, shape) pairs the broad phase tests them all in one numpy
+#: comparison, cheaper than the grid's bookkeeping; both give the same pairs (a test).
+BRUTE_PAIRS = 20_000
+
 _UP = np.array([0.0, 1.0])
 
 
 # ----------------------------------------------------------------------------- helpers
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("...i,...i->...", a, b)
+    return np.vecdot(a, b)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -89,6 +97,8 @@ def rank_batches(pi: np.ndarray) -> list[np.ndarray]:
     indexing (no two writes to one row), the batches one after another (Gauss-Seidel)."""
     if pi.size == 0:
         return []
+    if (pi[1:] > pi[:-1]).all():           # sorted and distinct: one contact per particle
+        return [np.arange(pi.size)]
     order = np.argsort(pi, kind="stable")
     sp = pi[order]
     starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
@@ -96,38 +106,6 @@ def rank_batches(pi: np.ndarray) -> list[np.ndarray]:
     o2 = np.argsort(rank, kind="stable")
     cuts = np.flatnonzero(np.diff(rank[o2])) + 1
     return np.split(order[o2], cuts)
-
-
-def matching_batches(i: np.ndarray, j: np.ndarray) -> list[np.ndarray]:
-    """Split particle pairs ``(i, j)`` into batches that share no particle.
-
-    Vectorised edge colouring by local minima (as in Luby's algorithm): every pair gets a
-    fixed pseudo-random priority (a hash of its two indices, so runs are repeatable);
-    a round takes each pair whose priority is the smallest among the remaining pairs at
-    both its particles. The pair of globally smallest priority always qualifies, so every
-    round makes progress; with random priorities a round takes a constant fraction.
-    """
-    m = i.size
-    if m == 0:
-        return []
-    _, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
-    a, b = inv[:m], inv[m:]
-    h = (i.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-         ^ j.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
-    h ^= h >> np.uint64(29)
-    prio = np.empty(m, np.int64)
-    prio[np.argsort(h, kind="stable")] = np.arange(m)
-    nodes = int(inv.max()) + 1
-    rest = np.arange(m)
-    batches = []
-    while rest.size:
-        best = np.full(nodes, m, np.int64)
-        np.minimum.at(best, a[rest], prio[rest])
-        np.minimum.at(best, b[rest], prio[rest])
-        take = (best[a[rest]] == prio[rest]) & (best[b[rest]] == prio[rest])
-        batches.append(rest[take])
-        rest = rest[~take]
-    return batches
 
 
 # ----------------------------------------------------------------------------- geometry
@@ -168,14 +146,22 @@ def capsule_distance(p, a, b, r):
     and ``q = c + r n``. On the segment itself (``p == c``) the normal is the segment's
     normal, as pymunk's.
     """
-    c, _ = _segment_closest(p, a, b)
+    return _capsule(p, a, b, r)[:3]
+
+
+def _capsule(p, a, b, r):
+    """:func:`capsule_distance` plus the closest point ``c`` on the segment and its ``t``."""
+    c, t = _segment_closest(p, a, b)
     delta = p - c
     L = np.sqrt(_dot(delta, delta))
-    n = np.where((L > 0)[:, None], delta / _safe(L)[:, None], _segment_normal(a, b))
-    return L - r, c + r[:, None] * n, n
+    ok = L > 0
+    n = delta / _safe(L)[:, None]
+    if not ok.all():
+        n = np.where(ok[:, None], n, _segment_normal(a, b))
+    return L - r, c + r[:, None] * n, n, c, t
 
 
-def polygon_distance(p, verts, normals):
+def polygon_distance(p, verts, normals, edges=None):
     """Points ``p (m, 2)`` against convex polygons ``verts (m, K, 2)``, counter-clockwise,
     padded after the last vertex with copies of the first (zero-length edges whose
     ``normals (m, K, 2)`` are zero).
@@ -183,10 +169,11 @@ def polygon_distance(p, verts, normals):
     The distance to the boundary is the smallest distance to an edge; the point is outside
     when it lies on the outer side of some edge's line, and then ``d`` is that distance,
     else minus it (the exact signed distance of a convex polygon, as Chipmunk computes it).
-    ``n = (p - q)/d``; on the boundary itself the normal of the nearest edge.
+    ``n = (p - q)/d``; on the boundary itself the normal of the nearest edge. ``edges``
+    (each vertex to the next) may be given precomputed.
     """
     v0 = verts
-    e = np.roll(verts, -1, axis=1) - v0
+    e = np.roll(verts, -1, axis=1) - v0 if edges is None else edges
     rel = p[:, None, :] - v0
     L2 = _dot(e, e)
     t = np.clip(_dot(rel, e) / _safe(L2), 0.0, 1.0) * (L2 > 0)
@@ -314,10 +301,10 @@ def _toi_normal(p0, d, t, c):
     return np.where((L > 0)[:, None], x / _safe(L)[:, None], back)
 
 
-def sweep_polygon(p0, p1, verts, normals, rs):
+def sweep_polygon(p0, p1, verts, normals, rs, edges=None):
     """First touch of the paths with convex polygons (padded as in :func:`polygon_distance`)
     grown by ``rs``: the moved-out faces and, when ``rs > 0``, the discs at the vertices."""
-    e = np.roll(verts, -1, axis=1) - verts
+    e = np.roll(verts, -1, axis=1) - verts if edges is None else edges
     faces = _sweep_faces(p0, p1, verts, e, normals, rs)
     k = np.argmin(faces, axis=1)
     rows = np.arange(p0.shape[0])
@@ -507,9 +494,8 @@ class Segments(ShapeSet):
 
     def contact(self, x, s, ref):
         a, b, r = self.a[s], self.b[s], self.thickness[s]
-        c, t = _segment_closest(x, a, b)
-        d, q, n = capsule_distance(x, a, b, r)
-        side = self._side(x, s)
+        d, q, n, c, t = _capsule(x, a, b, r)
+        side = np.sign(_cross(b - a, x - a))
         # side0 == 0 (started on the line): any side counts as through.
         crossed = (t > 0) & (t < 1) & (side != 0) & (side * ref <= 0)
         dist = d + r
@@ -526,9 +512,11 @@ class Polygons(ShapeSet):
     ``count (k,)``. ``K`` grows to the largest polygon added (at most 64 in level files)."""
 
     kind: ClassVar[str] = "polygon"
-    _ARRAYS: ClassVar = {"verts": (0, 2), "normals": (0, 2), "count": (), "given_ccw": ()}
+    _ARRAYS: ClassVar = {"verts": (0, 2), "normals": (0, 2), "edges": (0, 2), "count": (),
+                         "given_ccw": ()}
     verts: np.ndarray | None = None
     normals: np.ndarray | None = None
+    edges: np.ndarray | None = None         # each vertex to the next, (k, K, 2)
     count: np.ndarray | None = None
     given_ccw: np.ndarray | None = None
 
@@ -539,6 +527,7 @@ class Polygons(ShapeSet):
         row["verts"] = self._pad(row["verts"][None], K, row["verts"][None, :1])[0]
         row["normals"] = self._pad(row["normals"][None], K, None)[0]
         super()._append(row)
+        self.edges = np.roll(self.verts, -1, axis=1) - self.verts
 
     def _parse(self, points):
         try:
@@ -580,10 +569,10 @@ class Polygons(ShapeSet):
         return self.verts.min(axis=1), self.verts.max(axis=1)
 
     def distance(self, p, s):
-        return _chunked(polygon_distance, p, self.verts[s], self.normals[s])
+        return _chunked(polygon_distance, p, self.verts[s], self.normals[s], self.edges[s])
 
     def sweep(self, p0, p1, s, r):
-        return sweep_polygon(p0, p1, self.verts[s], self.normals[s], r)
+        return sweep_polygon(p0, p1, self.verts[s], self.normals[s], r, self.edges[s])
 
 
 @dataclass
@@ -821,6 +810,7 @@ class Colliders:
         self.order: list[tuple[str, int]] = []
         self._grid: tuple[ShapeGrid, np.ndarray, np.ndarray] | None = None
         self._specs: list[dict] | None = None
+        self._pair_list: _PairList | None = None
 
     def __len__(self) -> int:
         return len(self.order)
@@ -899,20 +889,39 @@ class Colliders:
             pad = (r + 0.5 * disp + MARGIN)[movable, None]
             plo = np.minimum(x0[movable], x1[movable]) - pad
             phi = np.maximum(x0[movable], x1[movable]) + pad
-            for kind, (pr, sr) in self.candidates(plo, phi).items():
-                contacts.add_group(self.sets[kind], movable[pr], sr, r, x0, e_def, mu_def)
-            contacts.sweep(p, x1 - x0)
+            brute = movable.size * len(self) <= BRUTE_PAIRS
+            path = x1 - x0
+            for kind, (pr, sr) in self.candidates(plo, phi, brute).items():
+                contacts.add_group(self.sets[kind], movable[pr], sr, r, x0, e_def, mu_def,
+                                   path, disp)
+            contacts.sweep(p, path)
         if config.bounds is not None and movable.size:
             walls = Walls.from_bounds(config.bounds)
             d = x1[movable] @ walls.n.T - walls.offset            # (m, 4)
             pr, sr = np.nonzero(d < (r[movable] + disp[movable] + MARGIN)[:, None])
             contacts.add_group(walls, movable[pr], sr, r, x0, e_def, mu_def)
         if config.collide_particles:
-            margin = MARGIN + 0.5 * float(r.max(initial=0.0))
-            i, j = particle_pairs(x1, r, margin, exclude_pairs)
-            moving = (w[i] > 0) | (w[j] > 0)
-            contacts.set_pairs(i[moving], j[moving], r, e_def, mu_def)
+            pairs = self._neighbours(x1, r, exclude_pairs)
+            if pairs is not None:
+                contacts.set_pairs(pairs, w, e_def, mu_def)
         return contacts if contacts else None
+
+    def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude) -> _PairList | None:
+        """Candidate particle pairs from a Verlet list (as in molecular dynamics): pairs
+        closer than ``r_i + r_j + skin`` when the list was built, reused until a particle
+        has moved ``skin / 2`` since (two such cannot have closed the gap). The skin is
+        the larger radius, so a list lasts many substeps; it is rebuilt when particles,
+        radii or the excluded (linked) pairs change."""
+        key = (x.shape[0], r, exclude)           # the arrays compared by identity
+        L = self._pair_list
+        if L is not None and L.key[0] == key[0] and L.key[1] is r and L.key[2] is exclude:
+            moved = x - L.x_ref
+            if float(np.max(_dot(moved, moved), initial=0.0)) < (0.5 * L.skin) ** 2:
+                return L if L.i.size else None
+        skin = max(float(r.max(initial=0.0)), MARGIN)
+        i, j = particle_pairs(x, r, skin, exclude)
+        self._pair_list = L = _PairList.build(key, x.copy(), skin, i, j, r)
+        return L if L.i.size else None
 
 
 # ----------------------------------------------------------------------------- contacts
@@ -931,35 +940,100 @@ class _Group:
     batches: list[np.ndarray]
     depth: np.ndarray       # normal correction made so far this substep, m
     touched: np.ndarray     # projected or swept this substep
+    stuck: np.ndarray       # static friction held it at its last projection
+    gap: np.ndarray | None = None   # distance beyond contact at the start of the substep, m
+    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+
+    def __post_init__(self):
+        self.used = np.zeros(self.pi.size)
+
+
+@dataclass
+class _PairList:
+    """A Verlet list of particle pairs: built at ``x_ref`` with ``skin``; ``a``, ``b``
+    number the pairs' particles ``0..m-1`` within ``nodes``."""
+
+    key: tuple
+    x_ref: np.ndarray
+    skin: float
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    nodes: np.ndarray
+    reach: np.ndarray
+
+    @classmethod
+    def build(cls, key, x_ref, skin, i, j, r) -> _PairList:
+        nodes, local = np.unique(np.concatenate([i, j]), return_inverse=True)
+        return cls(key, x_ref, skin, i, j, local[:i.size], local[i.size:], nodes,
+                   r[i] + r[j])
+
+
+@dataclass
+class _Pairs:
+    """Candidate particle pairs of one substep, with their particles numbered ``0..m-1``
+    (``a``, ``b`` index ``nodes``) so the Jacobi sums run over the ``m`` involved only."""
+
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    nodes: np.ndarray
+    reach: np.ndarray       # r_i + r_j
+    e: float
+    mu: float
+    depth: np.ndarray
+    touched: np.ndarray
+    stuck: np.ndarray
+    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+
+    def __post_init__(self):
+        self.used = np.zeros(self.i.size)
 
 
 @dataclass
 class Contacts:
-    """One substep's contacts: shape groups, particle pairs, and the corrections ``dx`` they
-    made (so the velocity pass can start from the velocity without them)."""
+    """One substep's contacts: shape groups, particle pairs, and the position corrections
+    ``dx`` they made (projection, static friction, swept cuts): the velocity pass starts
+    from the velocity without them."""
 
     x0: np.ndarray
     skin: float
     touch: float
     dx: np.ndarray
     groups: list[_Group] = field(default_factory=list)
-    pairs: tuple | None = None
+    pairs: _Pairs | None = None
 
     def __bool__(self) -> bool:
         return bool(self.groups) or self.pairs is not None
 
-    def add_group(self, shapes, pi, si, r, x0, e_def, mu_def) -> None:
+    def add_group(self, shapes, pi, si, r, x0, e_def, mu_def, path=None, disp=None) -> None:
+        """Keep the candidate pairs that can touch this substep. With the ``path``es, a
+        pair whose start is farther from the shape than 1.5 times its path length plus
+        ``MARGIN`` is dropped (the broad phase's boxes are loose around long or slanted
+        shapes); the start distance is kept for the sweep."""
+        gap = None
+        if path is not None and pi.size:
+            d0, _, _ = shapes.distance(x0[pi], si)
+            gap = d0 - r[pi]
+            near = gap < 1.5 * disp[pi] + MARGIN
+            pi, si, gap = pi[near], si[near], gap[near]
         if not pi.size:
             return
         e = np.where(np.isnan(shapes.e[si]), e_def, shapes.e[si])
         mu = np.where(np.isnan(shapes.mu[si]), mu_def, shapes.mu[si])
         self.groups.append(_Group(shapes, pi, si, r[pi], e, mu, shapes.reference(x0[pi], si),
-                                  rank_batches(pi), np.zeros(pi.size), np.zeros(pi.size, bool)))
+                                  rank_batches(pi), np.zeros(pi.size), np.zeros(pi.size, bool),
+                                  np.zeros(pi.size, bool), gap))
 
-    def set_pairs(self, i, j, r, e, mu) -> None:
-        if i.size:
-            self.pairs = (i, j, r[i] + r[j], e, mu, matching_batches(i, j),
-                          np.zeros(i.size), np.zeros(i.size, bool))
+    def set_pairs(self, L: _PairList, w, e, mu) -> None:
+        moving = (w[L.i] > 0) | (w[L.j] > 0)
+        k = np.flatnonzero(moving)
+        if k.size:
+            self.pairs = _Pairs(L.i[k], L.j[k], L.a[k], L.b[k], L.nodes, L.reach[k],
+                                float(e), float(mu), np.zeros(k.size), np.zeros(k.size, bool),
+                                np.zeros(k.size, bool))
 
     # --- continuous detection ------------------------------------------------------------
 
@@ -967,15 +1041,20 @@ class Contacts:
         """Cut paths that enter a shape at the time of impact, on the near side.
 
         Only pairs whose start is clear of the shape by more than ``touch`` are swept (a
-        particle resting on or sliding along a surface is left to the projection, which
-        keeps its tangential motion). Each particle stops at its earliest hit, ``skin``
-        outside the surface, and that pair counts as touched this substep.
+        particle resting on a surface is left to the projection). Each particle is placed
+        at its earliest hit, ``skin`` outside the surface, and keeps the tangential part of
+        the rest of its path: it slides, as a projection would let it; only the normal part
+        is cut (a grazing particle cut at the impact would stop dead every substep). The
+        velocity pass turns the normal part into the bounce; the pair counts as touched.
         """
         x0, x1 = self.x0, p.x
         hits = []
         for g in self.groups:
-            d0, _, _ = g.shapes.distance(x0[g.pi], g.si)
-            k = np.flatnonzero((d0 > g.r + self.touch) & (_dot(path[g.pi], path[g.pi]) > 0))
+            if g.gap is None:
+                continue
+            gap = g.gap                             # a path shorter than the gap cannot hit
+            reach = _dot(path[g.pi], path[g.pi])
+            k = np.flatnonzero((gap > self.touch) & (reach >= gap * gap))
             if not k.size:
                 continue
             hit, t, n = g.shapes.sweep(x0[g.pi[k]], x1[g.pi[k]], g.si[k], g.r[k])
@@ -990,7 +1069,9 @@ class Contacts:
         where = np.concatenate([np.full(k.size, gi) for gi, (_, k, _, _) in enumerate(hits)])
         rows = np.concatenate([k for _, k, _, _ in hits])
         q = pi[first]
-        new = x0[q] + t[first, None] * path[q] + self.skin * n
+        rest = (1.0 - t[first, None]) * path[q]
+        rest -= np.minimum(_dot(rest, n), 0.0)[:, None] * n     # drop the approach only
+        new = x0[q] + t[first, None] * path[q] + rest + self.skin * n
         self.dx[q] += new - x1[q]
         x1[q] = new
         for gi, (g, _, _, _) in enumerate(hits):
@@ -1022,57 +1103,87 @@ class Contacts:
                 rel = x[pi] - self.x0[pi]
                 tang = rel - _dot(rel, n)[:, None] * n
                 stick = _dot(tang, tang) < (g.mu[k] * g.depth[k]) ** 2
+                g.stuck[k] = stick
                 corr -= tang * stick[:, None]
                 x[pi] -= tang * stick[:, None]
                 self.dx[pi] += corr
 
     def _project_pairs(self, x, w) -> None:
-        i_all, j_all, reach, _, mu, batches, depth, touched = self.pairs
-        for b in batches:
-            i, j = i_all[b], j_all[b]
-            d = x[j] - x[i]
-            dist = np.sqrt(_dot(d, d))
-            pen = reach[b] - dist
-            wi, wj = w[i], w[j]
-            wsum = wi + wj
-            hit = (pen > 0) & (dist > 0) & (wsum > 0)
-            if not hit.any():
-                continue
-            k, i, j, d, dist, pen, wi, wj, wsum = (
-                a[hit] for a in (b, i, j, d, dist, pen, wi, wj, wsum))
-            n = d / dist[:, None]
-            depth[k] += pen
-            touched[k] = True
-            rel = (x[j] - self.x0[j]) - (x[i] - self.x0[i])
-            tang = rel - _dot(rel, n)[:, None] * n
-            stick = (_dot(tang, tang) < (mu * depth[k]) ** 2)[:, None]
-            # Normal: split the overlap by inverse mass. Friction: undo the relative slide.
-            c = (pen / wsum)[:, None] * n - tang * stick / wsum[:, None]
-            ci, cj = -wi[:, None] * c, wj[:, None] * c
-            x[i] += ci
-            x[j] += cj
-            self.dx[i] += ci
-            self.dx[j] += cj
+        """Particle pairs, one Jacobi pass with constraint averaging (after Macklin et
+        al., "Unified Particle Physics for Real-Time Applications", 2014): every
+        overlapping pair computes its correction from the same positions. One vectorised
+        pass however many contacts a ball has. Averaging keeps a ball squeezed from
+        several sides from overshooting; it is done per pair, each scaled by one over the
+        larger contact count of its two balls, the same at both ends, so that every pair
+        and the pass conserve momentum (dividing each ball's sum by its own count does
+        not: a ball with one contact would move twice as far as its partner with two)."""
+        P = self.pairs
+        i, j = P.i, P.j
+        d = x[j] - x[i]
+        dist = np.sqrt(_dot(d, d))
+        pen = P.reach - dist
+        wi, wj = w[i], w[j]
+        wsum = wi + wj
+        # Overlaps of the order of round-off (balls placed touching) would only dilute
+        # the average of the real corrections: counted from the skin up.
+        k = np.flatnonzero((pen > self.skin) & (dist > 0) & (wsum > 0))
+        if not k.size:
+            return
+        i, j, d, dist, pen, wi, wj, wsum = (a[k] for a in (i, j, d, dist, pen, wi, wj, wsum))
+        n = d / dist[:, None]
+        P.depth[k] += pen
+        P.touched[k] = True
+        rel = (x[j] - self.x0[j]) - (x[i] - self.x0[i])
+        tang = rel - _dot(rel, n)[:, None] * n
+        stick = _dot(tang, tang) < (P.mu * P.depth[k]) ** 2
+        P.stuck[k] = stick
+        # Normal: split the overlap by inverse mass. Friction: undo the relative slide.
+        c = (pen / wsum)[:, None] * n - tang * (stick / wsum)[:, None]
+        a, b = P.a[k], P.b[k]
+        c *= _pair_share(a, b, P.nodes.size)[:, None]
+        total = np.zeros((P.nodes.size, 2))
+        scatter_rows(total, a, -wi[:, None] * c)
+        scatter_rows(total, b, wj[:, None] * c)
+        x[P.nodes] += total
+        self.dx[P.nodes] += total
 
     # --- velocity pass (after the integrator's fold) -------------------------------------
 
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
-               sweeps: int = 4) -> None:
-        """Set the velocity of every particle in contact this substep.
+               sweeps: int = 2) -> None:
+        """Set the velocity of every particle in contact this substep (after the fold).
 
-        The pass starts from the velocity the particle would have without this substep's
-        contact corrections (``dx``): for integrators that keep a velocity, ``v`` minus what
-        ``fold`` made of ``dx``; for the position-based ones the implied velocity
-        ``(x - dx - x0)/h``. Then, contact by contact (Gauss-Seidel, ``sweeps`` times):
+        Two candidate velocities, because a contact solve needs both views:
 
-        - normal: a shape contact approaching faster than ``2 |g| h`` at the start of the
-          substep leaves at ``-e vn_start`` (Müller et al. 2020, eq. 34; below it 0, so
-          resting contacts do not jitter); a particle pair leaves at ``e`` times the
-          approach speed the sweep finds, so an impulse passes along a row of touching
-          balls (Newton's cradle) -- their approach speed before the substep was 0.
-          Only pushes: a separating contact is left alone.
+        ``v_pos``, what the positions say: ``(x - x0)/h`` for the position-based
+            integrators, the folded ``v`` for the others (Müller et al. 2020 derive the
+            velocity after the position solve). A ball wedged in a pile did not move, so it
+            has no velocity -- however many contacts hold it.
+        ``v_imp``, impulses from the pre-contact velocity: the velocity without this
+            substep's contact corrections ``dx`` (``(x - dx - x0)/h``; ``v`` minus what
+            ``fold`` made of ``dx``), then up to ``sweeps`` passes over the contacts
+            (shapes: Gauss-Seidel by rank batch; particle pairs: Jacobi, averaged), at
+            least 4 (a bounce crosses one more ball of a row per sweep). Only this view
+            still knows how fast a contact hit, which a bounce needs.
+
+        Rules for one contact (``n`` its normal, ``e`` and ``mu`` its material):
+
+        - restitution: a shape contact approaching faster than ``2 |g| h`` at the start of
+          the substep leaves at ``-e vn_start`` (Müller et al. 2020, eq. 34; slower ones
+          stop, so resting contacts do not jitter); a particle pair leaves at ``e`` times
+          the approach speed the sweep finds, so an impulse passes along a row of touching
+          balls (Newton's cradle), whose approach speed before the substep was 0.
+          Contacts only push: a separating one is left alone.
         - Coulomb friction: the tangential velocity drops by ``min(mu dvn, |vt|)``, ``dvn``
-          the normal velocity change of this substep's contact (impulse per mass).
+          the contact's normal velocity change from the pre-contact velocity (its impulse
+          per mass); a contact that stuck in the projection (static friction) loses all of
+          it, so the velocity agrees with the position, which did not slide.
+
+        A particle that took part in a bouncing contact (a target above zero) takes
+        ``v_imp``; every other contact particle takes ``v_pos`` after ``sweeps`` (at least
+        2) inelastic sweeps (:func:`_stop`) with the same friction. (``v_imp`` alone
+        leaves the velocity of a stack unconverged: support from the floor climbs one ball
+        per sweep, and a pile at rest would report a velocity its positions never show.)
 
         The result overwrites the fold on contact rows only, so nothing is counted twice:
         ``v`` for velocity integrators; ``x_prev = x - v h`` (and the ``v`` estimate) for
@@ -1087,77 +1198,176 @@ class Contacts:
                 act_groups.append((g, act, n))
         pair_act = None
         if self.pairs is not None:
-            i, j, reach, *_, touched = self.pairs
-            dd = x[j] - x[i]
+            P = self.pairs
+            dd = x[P.j] - x[P.i]
             dist = np.sqrt(_dot(dd, dd))
-            act = (touched | (dist < reach + self.touch)) & (dist > 0) & (w[i] + w[j] > 0)
+            act = (P.touched | (dist < P.reach + self.touch)) & (dist > 0) & (
+                w[P.i] + w[P.j] > 0)
             if act.any():
-                pair_act = (act, dd / _safe(dist)[:, None])
+                pair_act = (np.flatnonzero(act), dd / _safe(dist)[:, None])
         if not act_groups and pair_act is None:
             return
         if integrator.position_based:
-            v = (x - self.dx - self.x0) / h
+            v_pos = (x - self.x0) / h
+            v_pre = v_pos - self.dx / h
         else:
-            v = p.v - (integrator.fold_gain / h) * self.dx
+            v_pos = p.v.copy()
+            v_pre = v_pos - (integrator.fold_gain / h) * self.dx
         v_th = 2.0 * math.hypot(*gravity) * h
-        touched_rows = [g.pi[a] for g, a, _ in act_groups]
+        rows = [g.pi[a] for g, a, _ in act_groups]
         if pair_act is not None:
-            a = pair_act[0]
-            touched_rows += [self.pairs[0][a], self.pairs[1][a]]
-        rows = np.unique(np.concatenate(touched_rows))
+            rows += [self.pairs.i[pair_act[0]], self.pairs.j[pair_act[0]]]
+        rows = np.unique(np.concatenate(rows))
         rows = rows[w[rows] > 0]
-        tol = 1e-12 * (1.0 + float(np.abs(v[rows]).max(initial=0.0)))
-        for _ in range(max(sweeps, 1)):
-            change = 0.0
-            for g, act, n in act_groups:
-                for b in g.batches:
-                    b = b[act[b]]
-                    if b.size:
-                        change = max(change, _shape_velocity(v, v_start, g.pi[b], n[b],
-                                                             g.e[b], g.mu[b], v_th))
-            if pair_act is not None:
-                change = max(change, self._pair_velocity(v, w, *pair_act, v_th))
-            if change <= tol:
+        bounced = np.zeros(x.shape[0], bool)
+        v_imp = v_pre.copy()
+        tol = 1e-9 * (1.0 + float(np.abs(v_pre[rows]).max(initial=0.0)))
+        if self._may_bounce(act_groups, pair_act, v_start, v_pre, v_th):
+            for _ in range(max(sweeps, 4)):
+                if self._velocity_sweep(v_imp, w, act_groups, pair_act, v_th, v_start,
+                                        None, bounced) <= tol:
+                    break
+        for g in self.groups:
+            g.used[:] = 0.0
+        if self.pairs is not None:
+            self.pairs.used[:] = 0.0
+        for _ in range(max(sweeps, 2)):
+            if self._velocity_sweep(v_pos, w, act_groups, pair_act, v_th, None, v_pre,
+                                    None) <= tol:
                 break
+        v = np.where(bounced[rows, None], v_imp[rows], v_pos[rows])
         if integrator.position_based:
-            p.x_prev[rows] = x[rows] - h * v[rows]
-        p.v[rows] = v[rows]
+            p.x_prev[rows] = x[rows] - h * v
+        p.v[rows] = v
         p.a_valid = False
 
-    def _pair_velocity(self, v, w, act, n, v_th) -> float:
-        i_all, j_all, _, e, mu, batches, _, _ = self.pairs
+    def _may_bounce(self, act_groups, pair_act, v_start, v_pre, v_th) -> bool:
+        """Whether any contact starts with a bounce: restitution above 0 and an approach
+        faster than ``v_th`` (a pair's can only grow out of another's)."""
+        for g, act, n in act_groups:
+            vn0 = _dot(v_start[g.pi], n)
+            if np.any(act & (g.e > 0) & (vn0 < -v_th)):
+                return True
+        if pair_act is not None and self.pairs.e > 0:
+            act, n = pair_act
+            P = self.pairs
+            vn = _dot(v_pre[P.j[act]] - v_pre[P.i[act]], n[act])
+            return bool(np.any(vn < -v_th))
+        return False
+
+    def _velocity_sweep(self, v, w, act_groups, pair_act, v_th, v_start, v_ref,
+                        bounced) -> float:
+        """One pass over the contacts, in place on ``v``; returns the largest change.
+
+        With ``v_start`` contacts bounce (and mark ``bounced``) and the friction budget
+        is this pass's normal change; without, they follow :func:`_stop` against
+        ``v_ref``, the pre-contact velocity."""
         change = 0.0
-        for b in batches:
-            b = b[act[b]]
-            if not b.size:
-                continue
-            i, j, nb = i_all[b], j_all[b], n[b]
-            wi, wj = w[i][:, None], w[j][:, None]
-            wsum = wi + wj
-            vrel = v[j] - v[i]
-            vn = _dot(vrel, nb)
-            target = np.where(-vn > v_th, -e * vn, 0.0)
-            dvn = np.maximum(target - vn, 0.0)
-            vt = vrel - vn[:, None] * nb
-            vtl = np.sqrt(_dot(vt, vt))
-            dvt = np.minimum(mu * dvn, vtl)
-            # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
-            dv = dvn[:, None] * nb - (dvt / _safe(vtl))[:, None] * vt
-            v[i] -= (wi / wsum) * dv
-            v[j] += (wj / wsum) * dv
-            change = max(change, float(np.max(dvn + dvt)))
+        for g, act, n in act_groups:
+            for b in g.batches:
+                b = b[act[b]]
+                if not b.size:
+                    continue
+                pi, nb = g.pi[b], n[b]
+                if v_start is not None:
+                    vn0 = _dot(v_start[pi], nb)
+                    target = np.where(vn0 < -v_th, -g.e[b] * vn0, 0.0)
+                    bounced[pi[target > 0]] = True
+                    ref = None
+                else:
+                    target, ref = 0.0, _dot(v_ref[pi], nb)
+                change = max(change, _shape_velocity(v, pi, nb, target, ref, g.mu[b],
+                                                     g.stuck[b], g.used, b))
+        if pair_act is not None:
+            change = max(change, self._pair_velocity(v, w, *pair_act, v_th,
+                                                     v_start is not None, v_ref, bounced))
         return change
 
+    def _pair_velocity(self, v, w, act, n, v_th, bounce, v_ref, bounced) -> float:
+        """One Jacobi sweep over the pairs in contact, averaged as in the projection.
 
-def _shape_velocity(v, v_start, pi, n, e, mu, v_th) -> float:
-    """Restitution and Coulomb friction for static contacts ``pi`` (unique) with normals
-    ``n``; updates ``v`` in place and returns the largest velocity change."""
+        Bouncing sweeps repeat until nothing changes, so an impulse moves one ball
+        further along a row of touching balls per sweep (``k`` balls need ``k - 1``)."""
+        P = self.pairs
+        i, j, nb, stuck = P.i[act], P.j[act], n[act], P.stuck[act]
+        wi, wj = w[i][:, None], w[j][:, None]
+        wsum = wi + wj
+        vrel = v[j] - v[i]
+        vn = _dot(vrel, nb)
+        if bounce:
+            target = np.where(-vn > v_th, -P.e * vn, 0.0)
+            up = target > 0
+            bounced[i[up]] = bounced[j[up]] = True
+            dvn = np.maximum(target - vn, 0.0)
+            budget = P.mu * dvn
+        else:
+            dvn, budget = _stop(vn, _dot(v_ref[j] - v_ref[i], nb), P.mu)
+            budget = np.maximum(budget - P.used[act], 0.0)    # one budget for the pass
+        vt = vrel - vn[:, None] * nb
+        vtl = np.sqrt(_dot(vt, vt))
+        dvt = np.where(stuck, vtl, np.minimum(budget, vtl))
+        # As in the projection: round-off changes (touching balls at rest) do not count.
+        size = np.abs(dvn) + dvt
+        live = size > 1e-9 + 1e-6 * float(np.max(size, initial=0.0))
+        if not live.any():
+            return 0.0
+        # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
+        dv = dvn[:, None] * nb - (dvt / _safe(vtl))[:, None] * vt
+        a, b = P.a[act][live], P.b[act][live]
+        share = _pair_share(a, b, P.nodes.size)
+        if not bounce:
+            P.used[act[live]] += dvt[live] * share
+        dv = dv[live] * share[:, None]
+        delta = np.zeros((P.nodes.size, 2))
+        scatter_rows(delta, a, -(wi / wsum)[live] * dv)
+        scatter_rows(delta, b, (wj / wsum)[live] * dv)
+        v[P.nodes] += delta
+        return float(np.max(size[live]))
+
+
+def _stop(vn, vn_ref, mu):
+    """The inelastic rule on the position-consistent velocity: normal velocity ``vn`` goes
+    to ``min(max(vn, 0), max(vn_ref, 0))``. It stops an approach, and removes separation
+    that the projection made (an overlap pushed apart would otherwise fly apart) but not
+    separation the particle had before this substep's contact corrections (``vn_ref``, a
+    constraint pulling it away, say). Returns the change and the friction budget ``mu``
+    times the normal change from ``vn_ref``."""
+    new = np.minimum(np.maximum(vn, 0.0), np.maximum(vn_ref, 0.0))
+    return new - vn, mu * np.maximum(new - vn_ref, 0.0)
+
+
+def _pair_share(a: np.ndarray, b: np.ndarray, m: int) -> np.ndarray:
+    """Per pair, one over the larger number of pairs in the list at either of its two
+    particles ``a``, ``b`` (of ``m``): Jacobi averaging that conserves momentum."""
+    count = np.bincount(a, minlength=m) + np.bincount(b, minlength=m)
+    return 1.0 / np.maximum(count[a], count[b])
+
+
+def scatter_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
+    """``out[idx] += vals`` with repeated indices summed; ``out (m, 2)``, ``vals (k, 2)``."""
+    m = out.shape[0]
+    out[:, 0] += np.bincount(idx, weights=vals[:, 0], minlength=m)
+    out[:, 1] += np.bincount(idx, weights=vals[:, 1], minlength=m)
+
+
+def _shape_velocity(v, pi, n, target, ref, mu, stuck, used, k) -> float:
+    """Static contacts ``pi`` (unique) with normals ``n``. Bouncing (``ref`` None): raise
+    the normal velocity to ``target`` (only pushes), friction budget ``mu`` times that
+    change. Else the inelastic rule of :func:`_stop` against ``ref``, the pre-contact
+    normal velocity, whose budget is for the whole pass: ``used[k]`` counts what earlier
+    sweeps spent. A contact that ``stuck`` keeps no tangential velocity. In place on
+    ``v``; returns the largest change."""
     vn = _dot(v[pi], n)
-    vn0 = _dot(v_start[pi], n)
-    target = np.where(vn0 < -v_th, -e * vn0, 0.0)
-    dvn = np.maximum(target - vn, 0.0)
+    if ref is None:
+        dvn = np.maximum(target - vn, 0.0)
+        budget = mu * dvn
+    else:
+        dvn, budget = _stop(vn, ref, mu)
+        budget = np.maximum(budget - used[k], 0.0)
     vt = v[pi] - vn[:, None] * n
     vtl = np.sqrt(_dot(vt, vt))
-    dvt = np.minimum(mu * dvn, vtl)
+    dvt = np.where(stuck, vtl, np.minimum(budget, vtl))
+    if ref is not None:
+        used[k] += dvt
     v[pi] += dvn[:, None] * n - (dvt / _safe(vtl))[:, None] * vt
-    return float(np.max(dvn + dvt))
+    return float(np.max(np.abs(dvn) + dvt))

@@ -275,7 +275,7 @@ class World:
             if contacts is not None:
                 # After the fold, overwriting the contact rows: nothing is counted twice.
                 contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
-                                sweeps=max(cfg.iterations, 4))
+                                sweeps=cfg.iterations)
         p.t += hs
 
     def _exclude_pairs(self) -> np.ndarray | None:
