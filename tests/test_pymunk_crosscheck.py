@@ -25,6 +25,9 @@ from sandbox.sim.world import World, WorldConfig
 #: polygon's boundary, point_query replaces the gradient by a fixed fallback (up, the
 #: segment's normal, the edge's normal) -- where the direction is undefined anyway.
 MAGIC_EPSILON = 1e-5
+#: Points excluded for that reason: a hair beyond it, since the two engines' round-off
+#: can put a point at exactly 1e-5 m on either side (hypothesis found one).
+FALLBACK = 1.001 * MAGIC_EPSILON
 REL = 1e-9
 STATIC = pymunk.Body(body_type=pymunk.Body.STATIC)
 
@@ -57,8 +60,9 @@ def _convex(center, radius, angles):
 
 
 def _ambiguous_polygon(p, verts, scale):
-    """True where two edges are equally near with different nearest points (an inside
-    point on a bisector): any of them is right, and the engines pick by edge order."""
+    """True where two edges are equally near (to 1e-7) with different nearest points (an
+    inside point on a bisector; hypothesis found a float tie of 1.0 m between a corner and
+    an edge's foot 1e-9 m apart): any of them is right, the engines pick by edge order."""
     d, q = [], []
     for a, b in zip(verts, np.roll(verts, -1, axis=0), strict=True):
         ab = b - a
@@ -67,7 +71,7 @@ def _ambiguous_polygon(p, verts, scale):
         d.append(np.linalg.norm(p - q[-1]))
     d = np.array(d)
     near = np.flatnonzero(d <= d.min() + 1e-7 * scale)
-    return any(np.linalg.norm(q[k] - q[near[0]]) > 1e-9 * scale for k in near)
+    return any(np.linalg.norm(q[k] - q[near[0]]) > 1e-12 * scale for k in near)
 
 
 def _compare_point(kind, geom, p):
@@ -89,7 +93,7 @@ point = st.tuples(coord, coord)
 @settings(max_examples=300, deadline=None)
 @given(c=point, R=size, p=point)
 def test_circle_point_query_matches_pymunk(c, R, p):
-    assume(math.dist(c, p) > MAGIC_EPSILON)
+    assume(math.dist(c, p) > FALLBACK)
     err, nerr = _compare_point("circle", {"center": c, "radius": R}, p)
     assert err < REL and nerr < REL
 
@@ -100,7 +104,7 @@ def test_capsule_point_query_matches_pymunk(a, b, r, p):
     assume(math.dist(a, b) > 1e-6)
     d_axis, _, _ = C.capsule_distance(np.array([p]), np.array([a]), np.array([b]),
                                       np.array([0.0]))
-    assume(d_axis[0] > MAGIC_EPSILON)
+    assume(d_axis[0] > FALLBACK)
     err, nerr = _compare_point("segment", {"a": a, "b": b, "thickness": r}, p)
     assert err < REL and nerr < REL
 
@@ -119,7 +123,7 @@ def test_polygon_point_query_matches_pymunk(c, R, angles, p):
     assume((turn > 1e-9 * R * R).all())
     ours = _ours("polygon", {"points": verts})
     d, _, _ = ours.distance(np.array([p]), np.array([0]))
-    assume(abs(d[0]) > MAGIC_EPSILON)
+    assume(abs(d[0]) > FALLBACK)
     assume(not _ambiguous_polygon(np.array(p), verts, 1.0 + np.abs(verts).max()))
     err, nerr = _compare_point("polygon", {"points": verts}, p)
     assert err < REL and nerr < REL
@@ -131,7 +135,7 @@ def test_box_point_query_matches_pymunk(lo, ext, p):
     hi = (lo[0] + ext[0], lo[1] + ext[1])
     verts = np.array([lo, (hi[0], lo[1]), hi, (lo[0], hi[1])])
     d, _, _ = C.box_distance(np.array([p]), np.array([lo]), np.array([hi]))
-    assume(abs(d[0]) > MAGIC_EPSILON)
+    assume(abs(d[0]) > FALLBACK)
     assume(not _ambiguous_polygon(np.array(p), verts, 1.0 + np.abs(verts).max()))
     err, nerr = _compare_point("box", {"min": lo, "max": hi}, p)
     assert err < REL and nerr < REL
