@@ -379,8 +379,20 @@ class Orbit(_Spec):
     fixed_center: Bool = Field(False, description="pin the central body")
 
 
+class Balls(_Spec):
+    """A block of free balls without links, for piles (set ``world.collide_particles``)."""
+
+    type: Literal["balls"] = "balls"
+    cols: Annotated[Int, Field(ge=1, le=200)] = Field(10, description="balls across")
+    rows: Annotated[Int, Field(ge=1, le=200)] = Field(10, description="balls up")
+    spacing: Positive = Field(0.2, description="distance between neighbours, m")
+    origin: Vec2 = Field((0.0, 0.0), description="lower-left ball, m")
+    radius: Radius = 0.08
+    mass: Mass = 0.1
+
+
 Body = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
-                       DoublePendulum, Cradle, Orbit], Field(discriminator="type")]
+                       DoublePendulum, Cradle, Orbit, Balls], Field(discriminator="type")]
 
 
 # --------------------------------------------------------------------------- shapes
@@ -463,7 +475,8 @@ class Level(_Spec):
 
 BODY_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m
-    for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit)}
+    for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit,
+              Balls)}
 SHAPE_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m for m in (Circle, Segment, Polygon, Box)}
 
@@ -752,9 +765,8 @@ def build_world(level: Level) -> World:
     world = World(WorldConfig(**world_config_kwargs(level)))
     for body in level.bodies:
         BUILDERS[body.type](world, **body.model_dump(exclude={"type"}))
-    if hasattr(world, "add_shape"):     # static colliders arrive in a later issue
-        for shape in level.shapes:
-            world.add_shape(shape.type, **shape.model_dump(exclude={"type"}))
+    for shape in level.shapes:
+        world.add_shape(shape.type, **shape.model_dump(exclude={"type"}))
     world.start(level.world.h)
     return world
 

@@ -128,6 +128,9 @@ def test_every_body_and_shape_round_trips(tmp_path):
     [[bodies]]
     type = "orbit"
     moons = [{distance = 3, angle = 1.5}, {distance = 5}]
+    [[bodies]]
+    type = "balls"
+    cols = 3
     [[shapes]]
     type = "circle"
     center = [0, 0]

@@ -227,6 +227,20 @@ def build_cradle(world: World, pivot, balls: int = 5, length: float = 1.0,
     return body
 
 
+def build_balls(world: World, cols: int = 10, rows: int = 10, spacing: float = 0.2,
+                origin=(0.0, 0.0), radius: float = 0.08, mass: float = 0.1) -> Body:
+    """A block of ``cols x rows`` free balls (no links) for piles; ``origin`` is the
+    lower-left ball, odd rows are shifted right by ``spacing / 2`` (a staggered stack that
+    does not balance on itself). Needs ``collide_particles`` for the balls to touch."""
+    o = _pt(origin)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    x = np.stack([o[0] + spacing * (c + 0.5 * (r % 2)), o[1] + spacing * r], axis=-1)
+    pidx = world.add_particles(x.reshape(-1, 2), mass=mass, radius=radius)
+    body = Body("balls", pidx)
+    world.bodies.append(body)
+    return body
+
+
 def build_orbit(world: World, center=(0.0, 0.0), central_mass: float = 1000.0,
                 moons=({"distance": 10.0, "speed_factor": 1.1, "mass": 1.0},),
                 radius: float = 0.1, fixed_center: bool = False) -> Body:
@@ -268,4 +282,5 @@ BUILDERS = {
     "cloth": build_cloth, "rope": build_rope, "bridge": build_bridge,
     "soft_ring": build_soft_ring, "soft_blob": build_soft_blob, "pendulum": build_pendulum,
     "double_pendulum": build_double_pendulum, "cradle": build_cradle, "orbit": build_orbit,
+    "balls": build_balls,
 }
