@@ -233,6 +233,19 @@ def skip_reason(sc: Scenario) -> str | None:
 
 # --------------------------------------------------------------------------- pymunk twin
 
+
+#: How the pymunk twin is described, one entry per kind of object it made.
+_TWIN_PARTS = (
+    ("point", "{n} shapeless bodies (moment inf)"),
+    ("ball", "{n} bodies with Circle shapes"),
+    ("static", "{n} STATIC bodies for pins"),
+    ("pin", "{n} PinJoint"),
+    ("soft", "({n} of them for compliant links: rigid in pymunk)"),
+    ("slide", "{n} SlideJoint(min 0, max rest)"),
+    ("walls", "{n} static Segment walls (0.5 m thick, outside)"),
+    ("shapes", "{n} static shapes"),
+)
+
 class PymunkTwin:
     """pymunk's version of a built world: the same particles, masses, pins, links, walls
     and static shapes, stepped once per frame with ``iterations`` = our pass count.
@@ -330,22 +343,7 @@ class PymunkTwin:
         parts = [f"space.iterations={passes}", "one step of 1/60 s per frame",
                  f"gravity={space.gravity}", f"damping={space.damping:g}",
                  "collision_slop=1 mm", "threaded=False", "sleeping off"]
-        if counts["point"]:
-            parts.append(f"{counts['point']} shapeless bodies (moment inf)")
-        if counts["ball"]:
-            parts.append(f"{counts['ball']} bodies with Circle shapes")
-        if counts["static"]:
-            parts.append(f"{counts['static']} STATIC bodies for pins")
-        if counts["pin"]:
-            parts.append(f"{counts['pin']} PinJoint")
-        if counts["soft"]:
-            parts.append(f"({counts['soft']} of them for compliant links: rigid in pymunk)")
-        if counts["slide"]:
-            parts.append(f"{counts['slide']} SlideJoint(min 0, max rest)")
-        if counts["walls"]:
-            parts.append(f"{counts['walls']} static Segment walls (0.5 m thick, outside)")
-        if counts["shapes"]:
-            parts.append(f"{counts['shapes']} static shapes")
+        parts += [text.format(n=counts[key]) for key, text in _TWIN_PARTS if counts[key]]
         self.settings = ", ".join(parts)
 
     def step(self) -> None:
