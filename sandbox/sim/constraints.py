@@ -21,6 +21,7 @@ Gauss-Seidel between batches and exact within one.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,11 @@ import numpy as np
 from . import kernels
 
 STICK, ROPE = 0, 1
+
+#: Batches of at least this many constraints on average go to the multi-core kernel;
+#: below it thread start-up costs more than it saves.
+PARALLEL_MIN = 5_000
+PARALLEL_CORES = os.cpu_count() or 1
 KINDS = {"stick": STICK, "rope": ROPE}
 
 
@@ -68,7 +74,8 @@ class Constraints:
     compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     colour: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: "numba" (compiled kernel), "numpy" (the reference) or "auto" (numba if installed)
+    #: "numba" (compiled, one core), "parallel" (compiled, batches over all cores),
+    #: "numpy" (the reference) or "auto" (numba if installed, parallel for big batches)
     backend: str = "auto"
     _batches: list[np.ndarray] | None = None
     _flat: tuple[np.ndarray, np.ndarray] | None = None
@@ -95,8 +102,9 @@ class Constraints:
         if self._flat is None:
             bs = self.batches
             order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
+            offsets = np.concatenate([[0], np.cumsum([b.size for b in bs])]).astype(np.int64)
             self._flat = (self.i[order], self.j[order], self.rest[order],
-                          self.compliance[order], self.kind[order])
+                          self.compliance[order], self.kind[order], offsets)
         return self._flat
 
     def add(self, i, j, x: np.ndarray, rest=None, compliance=0.0, kind="stick",
@@ -159,11 +167,19 @@ class Constraints:
         """
         if not len(self):
             return
-        use = self.backend == "numba" or (self.backend == "auto" and kernels.AVAILABLE)
+        use = self.backend in ("numba", "parallel") or (self.backend == "auto"
+                                                        and kernels.AVAILABLE)
         if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous:
             # ``lam`` is private to a step: the kernel keeps it in batch order.
-            fi, fj, frest, fcomp, fkind = self._flat_batches()
-            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, 1.0 / (h * h), lam)
+            fi, fj, frest, fcomp, fkind, offsets = self._flat_batches()
+            big = len(self) >= PARALLEL_MIN * (offsets.size - 1)
+            if self.backend == "parallel" or (self.backend == "auto" and big
+                                               and PARALLEL_CORES > 1):
+                kernels.project_batches_parallel(x, w, fi, fj, frest, fcomp, fkind, offsets,
+                                                 1.0 / (h * h), lam)
+            else:
+                kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, 1.0 / (h * h),
+                                        lam)
             return
         self.project_numpy(x, w, h, lam)
 
