@@ -30,9 +30,9 @@ from . import kernels
 
 STICK, ROPE = 0, 1
 
-#: Batches of at least this many constraints on average go to the multi-core kernel;
-#: below it thread start-up costs more than it saves.
-PARALLEL_MIN = 5_000
+#: Batches of at least this many constraints are spread over the cores (unless the
+#: backend is "numba"); below it thread start-up costs more than it saves.
+PARALLEL_MIN = 1000
 PARALLEL_CORES = os.cpu_count() or 1
 KINDS = {"stick": STICK, "rope": ROPE}
 
@@ -172,14 +172,14 @@ class Constraints:
         if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous:
             # ``lam`` is private to a step: the kernel keeps it in batch order.
             fi, fj, frest, fcomp, fkind, offsets = self._flat_batches()
-            big = len(self) >= PARALLEL_MIN * (offsets.size - 1)
-            if self.backend == "parallel" or (self.backend == "auto" and big
-                                               and PARALLEL_CORES > 1):
-                kernels.project_batches_parallel(x, w, fi, fj, frest, fcomp, fkind, offsets,
-                                                 1.0 / (h * h), lam)
+            # Smallest batch spread over the cores: "numba" keeps one thread,
+            # "parallel" spreads every batch, "auto" only the big ones.
+            if self.backend == "numba" or PARALLEL_CORES == 1:
+                min_parallel = 2**62
             else:
-                kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, 1.0 / (h * h),
-                                        lam)
+                min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
+            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, offsets,
+                                    1.0 / (h * h), lam, min_parallel)
             return
         self.project_numpy(x, w, h, lam)
 
