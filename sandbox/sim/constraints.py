@@ -34,6 +34,9 @@ STICK, ROPE = 0, 1
 #: backend is "numba"); below it thread start-up costs more than it saves.
 PARALLEL_MIN = 1000
 PARALLEL_CORES = os.cpu_count() or 1
+#: Shortest run of a plan (shorter ones are gathered) and the longest gather row.
+RUN_MIN = 8
+GATHER_MAX = 4096
 KINDS = {"stick": STICK, "rope": ROPE}
 
 
@@ -78,10 +81,18 @@ class Constraints:
     #: "numpy" (the reference) or "auto" (numba if installed, parallel for big batches)
     backend: str = "auto"
     _batches: list[np.ndarray] | None = None
-    _flat: tuple[np.ndarray, np.ndarray] | None = None
+    _flat: tuple | None = None
+    _compliant: bool | None = None
 
     def __len__(self) -> int:
         return self.i.size
+
+    @property
+    def compliant(self) -> bool:
+        """True when some constraint has a compliance (only those use ``lam``)."""
+        if self._compliant is None:
+            self._compliant = bool(np.any(self.compliance != 0))
+        return self._compliant
 
     @property
     def batches(self) -> list[np.ndarray]:
@@ -93,19 +104,77 @@ class Constraints:
             self._batches = [b for b in np.split(order, cuts) if b.size]
         return self._batches
 
-    def _flat_batches(self) -> tuple:
-        """Copies of the constraint arrays sorted batch after batch, for the kernel.
+    def _flat_batches(self, dtype=np.float64) -> tuple:
+        """The constraint arrays sorted batch after batch, and the plan of their chunks.
 
-        Streaming contiguous arrays instead of gathering through an index list is what
-        makes the compiled sweep memory friendly; ``lam`` is then kept in this order.
+        Returns ``i, j, rest, compliance, kind, plan, offsets``: copies in *flat* order
+        (``lam`` is kept in this order), with ``i < j`` (a distance constraint is
+        symmetric: swapping its ends changes no bit of the result), the float arrays in
+        the positions' ``dtype``. Within a batch the order is free (its links share no
+        particle), so links are sorted by ``(compliant, kind, j - i, i)``: a cloth's
+        vertical and diagonal links then form long runs of consecutive ``i`` at one
+        distance ``j - i``, its horizontal links and a rope's runs of ``i`` stepping by
+        2 with ``j = i + 1``. ``plan`` has a row per chunk ``(mode, k0, n, i0, d,
+        rope)``: ``n`` flat links from ``k0``, a run from particle ``i0`` at distance
+        ``d`` (``kernels.RUN_STRIDE`` / ``RUN_PAIRS``, rigid links only, at most
+        ``kernels.CHUNK``) or ``kernels.GATHER``, read through the index arrays.
+        ``offsets`` bound each batch's rows of ``plan``.
         """
-        if self._flat is None:
-            bs = self.batches
-            order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
-            offsets = np.concatenate([[0], np.cumsum([b.size for b in bs])]).astype(np.int64)
-            self._flat = (self.i[order], self.j[order], self.rest[order],
-                          self.compliance[order], self.kind[order], offsets)
-        return self._flat
+        key = np.dtype(dtype).str
+        if self._flat is None or self._flat[0] != key:
+            self._flat = (key, *self._plan(np.dtype(dtype)))
+        return self._flat[1:]
+
+    def _plan(self, dtype) -> tuple:
+        m = self.i.size
+        bs = self.batches
+        batch = np.repeat(np.arange(len(bs)), [b.size for b in bs])
+        order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
+        lo = np.minimum(self.i, self.j)[order]
+        hi = np.maximum(self.i, self.j)[order]
+        d = hi - lo
+        soft = (self.compliance[order] != 0).astype(np.int64)
+        kind = self.kind[order].astype(np.int64)
+        sort = np.lexsort((lo, d, kind, soft, batch))
+        order, lo, hi, d = order[sort], lo[sort], hi[sort], d[sort]
+        batch, soft, kind = batch[sort], soft[sort], kind[sort]
+        # A run continues while batch, softness, kind and distance stay and i steps by
+        # 2 (pairs, d = 1) or by 1 (d > 1); runs shorter than RUN_MIN are gathered.
+        step = np.where(d == 1, 2, 1)
+        cont = np.zeros(m, bool)
+        if m > 1:
+            cont[1:] = ((batch[1:] == batch[:-1]) & (soft[1:] == 0) & (soft[:-1] == 0)
+                        & (kind[1:] == kind[:-1]) & (d[1:] == d[:-1])
+                        & (lo[1:] - lo[:-1] == step[1:]))
+        starts = np.flatnonzero(~cont)
+        length = np.diff(np.append(starts, m))
+        run = length >= RUN_MIN
+        # Split long runs into chunks of at most CHUNK links (the unit of threading).
+        pieces = np.where(run, -(-length // kernels.CHUNK), 1)
+        first = np.repeat(starts, pieces)
+        within = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        k0 = first + within * np.where(np.repeat(run, pieces), kernels.CHUNK, 0)
+        is_run = np.repeat(run, pieces)
+        end = np.append(k0[1:], m)
+        n = np.where(is_run, np.minimum(end - k0, kernels.CHUNK), end - k0)
+        # Merge neighbouring gather rows of a batch, about GATHER_MAX links a row.
+        if k0.size:
+            head = np.ones(k0.size, bool)
+            head[1:] = ~(~is_run[1:] & ~is_run[:-1] & (batch[k0[1:]] == batch[k0[:-1]]))
+            before = np.cumsum(n) - n                   # links before each row
+            group_start = before[head][np.cumsum(head) - 1]
+            piece = (before - group_start) // GATHER_MAX
+            head[1:] |= piece[1:] != piece[:-1]
+            rows = np.flatnonzero(head)
+            k0, n, is_run = k0[rows], np.add.reduceat(n, rows), is_run[rows]
+        mode = np.where(~is_run, kernels.GATHER,
+                        np.where(d[k0] == 1, kernels.RUN_PAIRS, kernels.RUN_STRIDE))
+        plan = np.stack([mode, k0, n, lo[k0], d[k0], (kind[k0] == ROPE).astype(np.int64)],
+                        axis=1).astype(np.int64) if m else np.zeros((0, 6), np.int64)
+        rows_per_batch = np.bincount(batch[k0], minlength=len(bs)) if m else np.zeros(0, int)
+        offsets = np.concatenate([[0], np.cumsum(rows_per_batch)]).astype(np.int64)
+        return (lo, hi, self.rest[order].astype(dtype), self.compliance[order].astype(dtype),
+                self.kind[order], np.ascontiguousarray(plan), offsets)
 
     def add(self, i, j, x: np.ndarray, rest=None, compliance=0.0, kind="stick",
             colour=None) -> np.ndarray:
@@ -142,7 +211,7 @@ class Constraints:
         self.colour = np.concatenate([self.colour, new_colour])
         if not colouring_is_valid(self.i, self.j, self.colour):
             self.colour = greedy_colouring(self.i, self.j, x.shape[0])
-        self._batches = self._flat = None
+        self._batches = self._flat = self._compliant = None
         return np.arange(start, start + k)
 
     def remove(self, mask: np.ndarray) -> int:
@@ -153,7 +222,7 @@ class Constraints:
             keep = ~mask
             for name in ("i", "j", "rest", "compliance", "kind", "colour"):
                 setattr(self, name, getattr(self, name)[keep])
-            self._batches = self._flat = None
+            self._batches = self._flat = self._compliant = None
         return count
 
     # --- solving ------------------------------------------------------------------------
@@ -169,16 +238,17 @@ class Constraints:
             return
         use = self.backend in ("numba", "parallel") or (self.backend == "auto"
                                                         and kernels.AVAILABLE)
-        if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous:
-            # ``lam`` is private to a step: the kernel keeps it in batch order.
-            fi, fj, frest, fcomp, fkind, offsets = self._flat_batches()
+        if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous and \
+                w.dtype == x.dtype and w.flags.c_contiguous:
+            # ``lam`` is private to a step: the kernel keeps it in flat order.
+            fi, fj, frest, fcomp, fkind, plan, offsets = self._flat_batches(x.dtype)
             # Smallest batch spread over the cores: "numba" keeps one thread,
             # "parallel" spreads every batch, "auto" only the big ones.
             if self.backend == "numba" or PARALLEL_CORES == 1:
                 min_parallel = 2**62
             else:
                 min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
-            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, offsets,
+            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, plan, offsets,
                                     1.0 / (h * h), lam, min_parallel)
             return
         self.project_numpy(x, w, h, lam)
@@ -196,9 +266,10 @@ class Constraints:
             wi, wj = w[ci], w[cj]
             denom = wi + wj + at
             ok = (denom > 0) & (L > 1e-12) & ~slack
-            dlam = np.where(ok, (-C - at * lam[b]) / np.where(ok, denom, 1.0), 0.0)
-            lam[b] += dlam
-            corr = (dlam / np.where(L > 1e-12, L, 1.0))[:, None] * d
+            num = -C - np.where(at != 0, at * lam[b], 0.0)     # rigid links never read lam
+            s = np.where(ok, num / np.where(ok, denom * L, 1.0), 0.0)
+            lam[b] += s * L
+            corr = s[:, None] * d
             x[ci] -= wi[:, None] * corr
             x[cj] += wj[:, None] * corr
 

@@ -58,6 +58,8 @@ class Integrator:
     # 1, the PBD convention, for every velocity integrator (see VelocityVerlet for why
     # not 2); the Verlet family folds through x_prev instead.
     fold_gain: ClassVar[float] = 1.0
+    #: True: ``step(..., velocity="later" | "none")`` and ``finish_velocity`` exist.
+    defers_velocity: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"<integrator {self.name}: order {self.order}, symplectic={self.symplectic}>"
@@ -159,6 +161,13 @@ class Leapfrog(Integrator):
         s.a, s.a_valid, s.h_prev = a_new, True, h
 
 
+def _fresh(a: np.ndarray, *others: np.ndarray) -> bool:
+    """True when ``a`` can be overwritten in place by a kernel: a writeable, contiguous
+    float array that owns its data and is none of ``others``."""
+    return (a.flags.c_contiguous and a.flags.writeable and a.flags.owndata
+            and a.dtype.kind == "f" and all(a is not o for o in others))
+
+
 class _PositionVerlet(Integrator):
     """Shared machinery of the position-based (Störmer) Verlet family.
 
@@ -189,30 +198,64 @@ class _PositionVerlet(Integrator):
 
     #: "auto" runs the compiled one-pass kernel for float (n, 2) states and scalar steps.
     backend: ClassVar[str] = "auto"
+    #: ``step(..., velocity="later")`` + ``finish_velocity`` replaces ``fold``.
+    defers_velocity: ClassVar[bool] = True
 
-    def step(self, s, h, accel):
+    def step(self, s, h, accel, velocity="now"):
+        """One step. ``velocity`` "now" estimates ``s.v`` as described above. "later":
+        ``s.v`` keeps only the part that does not depend on ``x+`` (``-back * c2``); the
+        caller corrects ``x+`` and then calls :meth:`finish_velocity`, which adds
+        ``fwd * c1``: the numbers ``fold`` of the corrections would give, for two passes
+        over the arrays instead of five, and without corrections ``"now"``'s bit for
+        bit. "none": ``s.v`` is left as it was, for a world whose forces do not read
+        ``v`` and that takes another step before anyone looks (the substeps of a
+        frame: the position update never needs ``v``)."""
+        if velocity not in ("now", "later", "none"):
+            raise ValueError(f"velocity must be 'now', 'later' or 'none', not {velocity!r}")
         h_old = s.h_prev
         a = accel(s.x, s.v)
+        c1 = 0.0 if velocity == "later" else 1.0 / h + 1.0 / (h + h_old)
+        c2 = h / (h_old * (h + h_old))
         if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
                 and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.flags.c_contiguous
-                and s.x_prev.flags.c_contiguous and a.flags.c_contiguous):
-            r, ca = self._coefficients(h, h_old)
-            x_new = np.empty_like(s.x)
-            v = np.empty_like(s.x)
-            kernels.verlet_step(s.x, s.x_prev, a, r, ca, 1.0 / h + 1.0 / (h + h_old),
-                                h / (h_old * (h + h_old)), x_new, v)
-            s.x_prev, s.x, s.v = s.x, x_new, v
+                and _fresh(s.x_prev, s.x) and a.flags.c_contiguous):
+            # Coefficients in the state's float type, as numpy treats Python floats:
+            # a float32 world computes in float32 (and vectorises twice as wide).
+            f = s.x.dtype.type
+            r, ca = (f(c) for c in self._coefficients(h, h_old))
+            # In place: the new positions overwrite x_prev (each element is read
+            # first), v is rewritten; allocating fresh 40,000-row arrays cost more
+            # (page faults) than the arithmetic.
+            if velocity == "none":
+                kernels.verlet_positions(s.x, s.x_prev, a, r, ca)
+            else:
+                v = s.v if _fresh(s.v, s.x, s.x_prev) else np.empty_like(s.x)
+                kernels.verlet_step(s.x, s.x_prev, a, r, ca, f(c1), f(c2), v)
+                s.v = v
+            s.x_prev, s.x = s.x, s.x_prev
             s.a, s.a_valid, s.h_prev = a, False, h
             return
         back = s.x - s.x_prev                          # h_old * d0
         x_new = self._advance(s.x, back, a, h, h_old)
-        fwd = x_new - s.x                              # h * d1
-        # v = d1 + (d1 - d0) h/(h + h_old), regrouped to two scaled arrays.
-        s.v = fwd * (1.0 / h + 1.0 / (h + h_old))
-        s.v -= back * (h / (h_old * (h + h_old)))
+        if velocity != "none":
+            fwd = x_new - s.x                          # h * d1
+            # v = d1 + (d1 - d0) h/(h + h_old), regrouped to two scaled arrays.
+            s.v = fwd * c1
+            s.v -= back * c2
         s.x_prev = s.x
         s.x = x_new
         s.a, s.a_valid, s.h_prev = a, False, h
+
+    def finish_velocity(self, s, h, h_old):
+        """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
+        with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
+        c1 = 1.0 / h + 1.0 / (h + h_old)
+        if (self.backend != "numpy" and kernels.AVAILABLE and _fresh(s.v)
+                and s.x.flags.c_contiguous and s.x_prev.flags.c_contiguous
+                and s.x.dtype == s.v.dtype == s.x_prev.dtype and s.x.shape == s.v.shape):
+            kernels.add_scaled_difference(s.v, s.x, s.x_prev, s.v.dtype.type(c1))
+        else:
+            s.v += (s.x - s.x_prev) * c1
 
     def fold(self, s, dx, h, h_old):
         # x_prev is untouched by corrections, so the implied velocity already carries

@@ -19,6 +19,9 @@ except ImportError:  # pragma: no cover
     AVAILABLE = False
 
 ROPE = 1
+#: Modes of a row of a constraint plan (see ``Constraints.plan``) and its longest run.
+GATHER, RUN_STRIDE, RUN_PAIRS = 0, 1, 2
+CHUNK = 512
 
 if AVAILABLE:
     @njit(cache=True, fastmath=False, inline="always")
@@ -39,9 +42,9 @@ if AVAILABLE:
         denom = wi + wj + at
         if denom <= 0 or L <= 1e-12:
             return
-        dlam = (-C - at * lam[k]) / denom
-        lam[k] += dlam
-        s = dlam / L
+        num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
+        s = num / (denom * L)
+        lam[k] += s * L
         cx = s * dx
         cy = s * dy
         x[i, 0] -= wi * cx
@@ -49,28 +52,115 @@ if AVAILABLE:
         x[j, 0] += wj * cx
         x[j, 1] += wj * cy
 
-    @njit(cache=True, fastmath=False, parallel=True)
-    def project_batches(x, w, ci, cj, rest, compliance, kind, offsets, inv_h2, lam,
+    # Runs: the links of a batch sorted by (j - i, i) fall into long runs where i steps
+    # by 1 (a row of vertical or diagonal cloth links, j = i + d) or by 2 with j = i + 1
+    # (horizontal links, every other rope link). Over a run the particles are addressed
+    # by offsets instead of index lists, and written so that LLVM vectorises the loops:
+    # positions as a flat array (a 2-D row length unknown at compile time reads to LLVM
+    # as a possible overlap between iterations), i and j views that start at the run
+    # (non-negative offsets: no wraparound selects), and for stride runs the
+    # corrections staged in ``buf`` (i and j come from one array at an unknown
+    # distance, which LLVM cannot prove apart). Only rigid links run here (stiff cloth,
+    # ropes): the compliant ones need their lambda and take the gather path.
+
+    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+    def _run_stride(x, w, rest, k0, n, i0, d, rope, buf):  # pragma: no cover - compiled
+        """Rigid links ``(i0 + t, i0 + t + d)`` for ``t < n``; rest lengths from ``k0``."""
+        xf = x.reshape(-1)
+        xi = xf[2 * i0:]
+        xj = xf[2 * (i0 + d):]
+        wi = w[i0:]
+        wj = w[i0 + d:]
+        rs = rest[k0:k0 + n]
+        bf = buf.reshape(-1)
+        taut = not rope                 # sticks act both ways, ropes only when taut
+        for t in range(n):
+            dx = xj[2 * t] - xi[2 * t]
+            dy = xj[2 * t + 1] - xi[2 * t + 1]
+            L = math.sqrt(dx * dx + dy * dy)
+            C = L - rs[t]
+            denom = wi[t] + wj[t]
+            ok = (denom > 0) & (L > 1e-12) & (taut | (C >= 0))
+            s = -C / (denom * L if ok else 1.0)
+            s = s if ok else 0.0
+            bf[2 * t] = s * dx
+            bf[2 * t + 1] = s * dy
+        for t in range(n):
+            xi[2 * t] -= wi[t] * bf[2 * t]
+            xi[2 * t + 1] -= wi[t] * bf[2 * t + 1]
+        for t in range(n):
+            xj[2 * t] += wj[t] * bf[2 * t]
+            xj[2 * t + 1] += wj[t] * bf[2 * t + 1]
+
+    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+    def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
+        """Rigid links ``(i0 + 2t, i0 + 2t + 1)``: each owns four consecutive numbers."""
+        q = x.reshape(-1)[2 * i0:2 * i0 + 4 * n]
+        ww = w[i0:i0 + 2 * n]
+        rs = rest[k0:k0 + n]
+        taut = not rope
+        for t in range(n):
+            xa = q[4 * t]
+            ya = q[4 * t + 1]
+            xb = q[4 * t + 2]
+            yb = q[4 * t + 3]
+            wa = ww[2 * t]
+            wb = ww[2 * t + 1]
+            dx = xb - xa
+            dy = yb - ya
+            L = math.sqrt(dx * dx + dy * dy)
+            C = L - rs[t]
+            denom = wa + wb
+            ok = (denom > 0) & (L > 1e-12) & (taut | (C >= 0))
+            s = -C / (denom * L if ok else 1.0)
+            s = s if ok else 0.0
+            cx = s * dx
+            cy = s * dy
+            q[4 * t] = xa - wa * cx
+            q[4 * t + 1] = ya - wa * cy
+            q[4 * t + 2] = xb + wb * cx
+            q[4 * t + 3] = yb + wb * cy
+
+    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+    def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c,
+               buf):  # pragma: no cover - compiled
+        mode, k0, n, i0, d, rope = (plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3],
+                                    plan[c, 4], plan[c, 5] != 0)
+        if mode == RUN_PAIRS:
+            _run_pairs(x, w, rest, k0, n, i0, rope)
+        elif mode == RUN_STRIDE:
+            _run_stride(x, w, rest, k0, n, i0, d, rope, buf)
+        else:
+            for k in range(k0, k0 + n):
+                _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
+
+    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+    def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
                         min_parallel):  # pragma: no cover - compiled
-        """XPBD sweep over constraints sorted batch after batch (``offsets`` bound them).
+        """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
+        each batch's rows of ``plan``; see ``Constraints.plan`` for its columns).
 
         Batches run in order. A batch shares no particle, so any order within it gives
         the numpy reference's numbers bit for bit (tested); batches of at least
-        ``min_parallel`` links are spread over the cores (``prange``), smaller ones run
-        in one thread, where starting threads would cost more than it saves. Measured on
-        the 200x200 shear cloth on an idle 2-core machine: 0.65 ms a pass in parallel
-        against 1.1-1.3 ms in one thread (numpy: 18.5 ms). The projection is a helper
-        inlined into this parallel function; in a plain ``njit`` loop the same helper ran
-        9x slower, which is why there is one kernel with a switch and not two.
+        ``min_parallel`` links spread their chunks over the cores (``prange``), smaller
+        ones run in one thread, where starting threads would cost more than it saves.
+        One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
+        inlined helpers ran up to 9x slower.
         """
+        m = plan[:, 2]
         for b in range(offsets.size - 1):
             lo, hi = offsets[b], offsets[b + 1]
-            if hi - lo >= min_parallel:
-                for k in prange(lo, hi):
-                    _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
+            links = 0
+            for c in range(lo, hi):
+                links += m[c]
+            if links >= min_parallel and hi - lo > 1:
+                for c in prange(lo, hi):
+                    buf = np.empty((CHUNK, 2), x.dtype)
+                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c, buf)
             else:
-                for k in range(lo, hi):
-                    _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
+                buf = np.empty((CHUNK, 2), x.dtype)
+                for c in range(lo, hi):
+                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c, buf)
 
     @njit(cache=True, fastmath=False)
     def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
@@ -97,37 +187,69 @@ if AVAILABLE:
             out[i, 0] = G * ax
             out[i, 1] = G * ay
 
-    @njit(cache=True, fastmath=False)
-    def verlet_step(x, x_prev, a, r, ca, c1, c2, x_new, v):  # pragma: no cover - compiled
-        """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``).
+    @njit(cache=True, fastmath=False, error_model="numpy")
+    def verlet_step(x, x_prev, a, r, ca, c1, c2, v):  # pragma: no cover - compiled
+        """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``),
+        the new positions written over ``x_prev``.
 
         ``x+ = a*ca + x + back*r`` with ``back = x - x_prev``, and the three-point velocity
-        ``v = fwd*c1 - back*c2`` with ``fwd = x+ - x``: the numpy reference's operations in
-        its order, without its seven temporary arrays.
+        ``v = fwd*c1 + -(back*c2)`` with ``fwd = x+ - x``; ``c1 == 0`` leaves only
+        ``-(back*c2)`` for a caller that adds ``fwd*c1`` after correcting ``x+``. The
+        numpy reference's operations in its order, without its temporaries. Flat loops
+        (LLVM does not vectorise over ``(n, 2)`` rows, whose length it does not know),
+        and in place rather than into a separate output: an output that is ``x_prev``
+        fails LLVM's run-time overlap check and runs the scalar loop, 2x slower.
         """
-        n, d = x.shape
-        for i in range(n):
-            for k in range(d):
-                back = x[i, k] - x_prev[i, k]
-                xn = a[i, k] * ca + x[i, k] + back * r
-                fwd = xn - x[i, k]
-                v[i, k] = fwd * c1 - back * c2
-                x_new[i, k] = xn
+        xf = x.reshape(-1)
+        pf = x_prev.reshape(-1)
+        af = a.reshape(-1)
+        vf = v.reshape(-1)
+        for k in range(xf.size):
+            back = xf[k] - pf[k]
+            xn = af[k] * ca + xf[k] + back * r
+            vf[k] = (xn - xf[k]) * c1 + -(back * c2)
+            pf[k] = xn
+
+    @njit(cache=True, fastmath=False, error_model="numpy")
+    def verlet_positions(x, x_prev, a, r, ca):  # pragma: no cover - compiled
+        """``verlet_step`` without the velocity: ``x+`` over ``x_prev``, same arithmetic."""
+        xf = x.reshape(-1)
+        pf = x_prev.reshape(-1)
+        af = a.reshape(-1)
+        for k in range(xf.size):
+            pf[k] = af[k] * ca + xf[k] + (xf[k] - pf[k]) * r
+
+    @njit(cache=True, fastmath=False, error_model="numpy")
+    def add_scaled_difference(v, x, x0, c):  # pragma: no cover - compiled
+        """``v += (x - x0) * c`` in one pass (``_PositionVerlet.finish_velocity``)."""
+        vf = v.reshape(-1)
+        xf = x.reshape(-1)
+        of = x0.reshape(-1)
+        for k in range(vf.size):
+            vf[k] = (xf[k] - of[k]) * c + vf[k]
 else:  # pragma: no cover
     project_batches = None
     point_gravity = None
     verlet_step = None
+    verlet_positions = None
+    add_scaled_difference = None
 
 
 def warm_up() -> None:
     """Compile (or load from the cache) every kernel on a tiny problem."""
     if not AVAILABLE:
         return
+    for dtype in (np.float64, np.float32):
+        x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], dtype)
+        plan = np.array([[GATHER, 0, 1, 0, 1, 0], [RUN_PAIRS, 1, 1, 2, 1, 1],
+                         [RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
+        project_batches(x, np.ones(4, dtype), np.array([0, 2, 1]), np.array([1, 3, 2]),
+                        np.full(3, 0.5, dtype), np.zeros(3, dtype), np.zeros(3, np.int8),
+                        plan, np.array([0, 2, 3]), 3600.0, np.zeros(3), 1)
+        one = dtype(1.0)
+        verlet_step(x, x.copy(), np.zeros_like(x), one, one, one, one, np.empty_like(x))
+        verlet_positions(x, x.copy(), np.zeros_like(x), one, one)
+        add_scaled_difference(np.zeros_like(x), x, x, one)
     x = np.zeros((2, 2))
     x[1, 0] = 1.0
-    project_batches(x, np.ones(2), np.array([0]), np.array([1]), np.array([0.5]),
-                    np.zeros(1), np.zeros(1, np.int8), np.array([0, 1]), 3600.0,
-                    np.zeros(1), 1)
     point_gravity(x, np.ones(2), 1.0, 0.01, np.zeros((2, 2)))
-    verlet_step(x, x.copy(), np.zeros((2, 2)), 1.0, 1e-4, 60.0, 30.0, np.empty((2, 2)),
-                np.empty((2, 2)))

@@ -104,6 +104,8 @@ class World:
         self.colliders = Colliders()
         self._exclude: tuple[tuple, np.ndarray] | None = None
         self._uniform: tuple | None = None     # cached gravity field (see _uniform_accel)
+        self._lam: np.ndarray | None = None    # scratch multipliers (see _multipliers)
+        self._uniform_checked = False
         self.springs = Springs()
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
@@ -208,11 +210,15 @@ class World:
         """Gravity on the movable rows, zero on pinned ones, cached while neither changes.
 
         Filling and masking a 40,000-row field cost 0.4 ms a substep, a fifth of the
-        200x200 cloth's physics; comparing the mask to the cached one costs a tenth.
+        200x200 cloth's physics; comparing the mask to the cached one costs a tenth, so
+        within a step (pins and grabs change between frames) it is compared once.
         """
-        movable = self.particles.inv_mass > 0
         key = (tuple(self.config.gravity), x.shape, x.dtype.str)
         c = self._uniform
+        if c is not None and c[0] == key and self._uniform_checked:
+            return c[2]             # checked once a frame: pins change between frames
+        movable = self.particles.inv_mass > 0
+        self._uniform_checked = True
         if c is None or c[0] != key or not np.array_equal(c[1], movable):
             a = np.empty_like(x)
             a[:] = self.config.gravity
@@ -232,12 +238,16 @@ class World:
         p = self.particles
         backup = (p.copy(), p.inv_mass.copy())
         hs = h / self.config.substeps
+        n = self.config.substeps
+        self._uniform_checked = False
         try:
             with np.errstate(all="ignore"):
-                for _ in range(self.config.substeps):
-                    self._substep(hs)
+                for k in range(n):
+                    self._substep(hs, last=k == n - 1)
         except FloatingPointError:        # pragma: no cover - errstate ignores them
             pass
+        finally:
+            self._uniform_checked = False      # outside a step every call checks
         if not p.is_finite():
             p.restore(backup[0])
             p.inv_mass[:] = backup[1]
@@ -245,38 +255,67 @@ class World:
         self.torn += self.constraints.tear(p.x, self.config.tear_ratio)
         self.steps += 1
 
-    def _substep(self, hs: float) -> None:
+    def _substep(self, hs: float, last: bool = True) -> None:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
         has_contacts = bool(cfg.bounds is not None or cfg.collide_particles or
                             len(self.colliders))
+        corrected = bool(len(self.constraints) or has_contacts)
+        # Position-based integrators fold corrections by finishing their velocity
+        # estimate afterwards instead of through a copy and a difference of positions,
+        # and skip it in all but the last substep when nothing reads v in between
+        # (velocity forces or contacts): x+ is made from x and x_prev alone.
+        defer = self.integrator.defers_velocity
+        v_needed = last or has_contacts or bool(cfg.drag or len(self.springs))
+        mode = "now" if not defer else ("none" if not v_needed else
+                                         "later" if corrected else "now")
         v_old = p.v.copy() if has_contacts else None
-        self.integrator.step(p, hs, self.accel)
+        if defer:
+            self.integrator.step(p, hs, self.accel, velocity=mode)
+        else:
+            self.integrator.step(p, hs, self.accel)
         x_old = p.x_prev          # every integrator leaves the pre-step positions there
         if self.grabbed:
             idx = np.fromiter(self.grabbed, np.int64)
             target = np.array([self.grabbed[k] for k in idx], dtype=p.x.dtype)
             p.x[idx] = target
-            p.v[idx] = (target - x_old[idx]) / hs
+            grab_v = (target - x_old[idx]) / hs
+            p.v[idx] = grab_v
             p.a_valid = False
-        if len(self.constraints) or has_contacts:
-            x_pred = p.x.copy()
+        if corrected:
+            x_pred = p.x.copy() if mode == "now" else None
             contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs())
                         if has_contacts else None)
-            lam = np.zeros(len(self.constraints))
+            lam = self._multipliers()
             for _ in range(max(cfg.iterations, 1)):
                 self.constraints.project(p.x, p.inv_mass, hs, lam)
                 if contacts is not None:
                     contacts.project(p.x, p.inv_mass)
-            dx = p.x - x_pred
-            if self.grabbed:
-                dx[idx] = 0.0
-            self.integrator.fold(p, dx, hs, h_old)
+            if mode == "later":
+                self.integrator.finish_velocity(p, hs, h_old)
+                if self.grabbed:
+                    p.v[idx] = grab_v
+            elif mode == "now":
+                dx = p.x - x_pred
+                if self.grabbed:
+                    dx[idx] = 0.0
+                self.integrator.fold(p, dx, hs, h_old)
             if contacts is not None:
                 # After the fold, overwriting the contact rows: nothing is counted twice.
                 contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
                                 sweeps=cfg.iterations)
         p.t += hs
+
+    def _multipliers(self) -> np.ndarray:
+        """The constraints' Lagrange multipliers for a substep, zero for the compliant
+        ones (rigid links never read theirs): kept between substeps, not reallocated."""
+        m = len(self.constraints)
+        lam = self._lam
+        if lam is None or lam.size != m:
+            self._lam = lam = np.zeros(m)
+        elif self.constraints.compliant:
+            lam.fill(0.0)
+        return lam
 
     def _exclude_pairs(self) -> np.ndarray | None:
         """Sorted keys ``min * n + max`` of particles joined by a constraint: they keep the

@@ -1,0 +1,173 @@
+"""The compiled fast paths against their numpy references.
+
+The run kernels (constraint links addressed by offsets), the in-place Verlet step and the
+deferred velocity must give the numpy reference's numbers: bit for bit where they perform
+the same operations in the same order (positions), to round-off where the order differs
+(the folded velocity). Timing lives in ``python main.py bench``, not here.
+"""
+
+import numpy as np
+import pytest
+
+from sandbox.sim import builders as B
+from sandbox.sim import kernels
+from sandbox.sim.constraints import ROPE, Constraints
+from sandbox.sim.integrators import INTEGRATORS
+from sandbox.sim.world import World, WorldConfig
+
+needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+
+
+def _scene(backend: str, dtype: str = "float64", **config) -> World:
+    """Rigid cloth (runs of every kind), a rope of rope links (pairs that go slack), a
+    compliant bridge (gathered), grabbed and torn during the run."""
+    w = World(WorldConfig(dtype=dtype, **config))
+    B.build_cloth(w, 23, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
+                  bend=True)
+    B.build_rope(w, (2.0, 2.0), (4.0, 2.0), 40, kind="rope")
+    B.build_bridge(w, (-3.0, -1.0), (3.0, -1.0), 30, compliance=1e-5)
+    w.constraints.backend = backend
+    return w
+
+
+def _run(w: World, frames: int = 90) -> World:
+    w.start(1 / 60)
+    rng = np.random.default_rng(3)
+    for f in range(frames):
+        if f == 20:
+            w.grab(5)
+        if 20 <= f < 50:
+            w.drag_to(w.particles.x[5] + np.array([0.02, 0.03]))
+        if f == 50:
+            w.release()
+        if f == 60:
+            w.cut((0.0, 3.0), (0.05, -3.0))          # a vertical cut through the cloth
+        w.step(rng.uniform(0.8, 1.2) / 60)
+    return w
+
+
+def test_plan_covers_every_link_once_with_valid_runs():
+    w = _scene("numba")
+    c = w.constraints
+    fi, fj, rest, comp, kind, plan, offsets = c._flat_batches()
+    assert plan[:, 2].sum() == len(c)
+    covered = np.zeros(len(c), int)
+    for mode, k0, n, i0, d, rope in plan:
+        covered[k0:k0 + n] += 1
+        ks = np.arange(k0, k0 + n)
+        if mode == kernels.RUN_PAIRS:
+            np.testing.assert_array_equal(fi[ks], i0 + 2 * np.arange(n))
+            np.testing.assert_array_equal(fj[ks], fi[ks] + 1)
+        elif mode == kernels.RUN_STRIDE:
+            np.testing.assert_array_equal(fi[ks], i0 + np.arange(n))
+            np.testing.assert_array_equal(fj[ks], fi[ks] + d)
+        if mode != kernels.GATHER:
+            assert n <= kernels.CHUNK
+            assert (comp[ks] == 0).all()                   # runs are rigid links only
+            assert ((kind[ks] == ROPE) == bool(rope)).all()
+    np.testing.assert_array_equal(covered, 1)
+    # Each batch's rows hold that batch's links and nothing else.
+    for b, batch in enumerate(c.batches):
+        rows = plan[offsets[b]:offsets[b + 1]]
+        ks = np.concatenate([np.arange(k0, k0 + n) for _, k0, n, *_ in rows])
+        got = set(zip(fi[ks].tolist(), fj[ks].tolist(), strict=True))
+        want = {tuple(sorted(p)) for p in zip(c.i[batch].tolist(), c.j[batch].tolist(),
+                                               strict=True)}
+        assert got == want
+    modes = set(plan[:, 0].tolist())
+    assert modes == {kernels.GATHER, kernels.RUN_STRIDE, kernels.RUN_PAIRS}
+
+
+@needs_numba
+@pytest.mark.parametrize("config", [dict(substeps=4, iterations=2),
+                                    dict(substeps=1, iterations=5, tear_ratio=1.05)])
+def test_run_kernels_match_the_numpy_reference_bit_for_bit(config):
+    initial = len(_scene("numpy", **config).constraints)
+    ref = _run(_scene("numpy", **config))
+    assert len(ref.constraints) < initial                 # the cut (and tears) happened
+    for backend in ("numba", "parallel"):
+        got = _run(_scene(backend, **config))
+        # Same operations in the same order (swapping a link's ends and any order
+        # within a batch change no bit): serial or over the cores, runs or gathers.
+        np.testing.assert_array_equal(got.particles.x, ref.particles.x)
+        np.testing.assert_array_equal(got.particles.v, ref.particles.v)
+        assert len(got.constraints) == len(ref.constraints)
+
+
+@needs_numba
+def test_float32_world_runs_in_float32_and_tracks_float64():
+    ref = _run(_scene("auto", substeps=8, iterations=1), frames=30)
+    got = _run(_scene("auto", dtype="float32", substeps=8, iterations=1), frames=30)
+    assert got.particles.x.dtype == np.float32
+    # Rigid links hold lengths to float32 resolution: float32 round-off, not a drift.
+    mean32, _ = got.constraint_error()
+    mean64, _ = ref.constraint_error()
+    assert mean32 == pytest.approx(mean64, abs=1e-4)
+
+
+def test_rigid_links_never_read_their_multiplier():
+    """A stale or non-finite multiplier must not leak into a rigid link's projection."""
+    x = np.array([[0.0, 0.0], [1.2, 0.0]])
+    c = Constraints()
+    c.add([0], [1], x, rest=1.0)
+    c.backend = "numpy"
+    out = x.copy()
+    c.project(out, np.ones(2), 1 / 60, np.array([np.nan]))
+    np.testing.assert_allclose(out, [[0.1, 0.0], [1.1, 0.0]], rtol=0, atol=1e-15)
+    if kernels.AVAILABLE:
+        c.backend = "numba"
+        out = x.copy()
+        c.project(out, np.ones(2), 1 / 60, np.array([np.nan]))
+        np.testing.assert_allclose(out, [[0.1, 0.0], [1.1, 0.0]], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["verlet", "tcv", "tcv_corrected"])
+def test_deferred_velocity_equals_the_fold(name, monkeypatch):
+    """World substeps that skip or defer the velocity give the fold's path: the same
+    positions bit for bit and the same velocity to round-off."""
+    runs = []
+    for defer in (True, False):
+        monkeypatch.setattr(type(INTEGRATORS[name]), "defers_velocity", defer)
+        w = World(WorldConfig(integrator=name, substeps=5, iterations=2))
+        B.build_cloth(w, 12, 9, 0.1, shear=True)
+        w.start(1 / 60)
+        rng = np.random.default_rng(1)
+        for f in range(60):
+            if f == 10:
+                w.grab(30)
+            if 10 <= f < 30:
+                w.drag_to(w.particles.x[30] + 0.01)
+            if f == 30:
+                w.release()
+            w.step(rng.uniform(0.5, 1.5) / 60)
+        runs.append(w)
+    a, b = runs
+    np.testing.assert_array_equal(a.particles.x, b.particles.x)
+    # v = (x+ - x) c1 - back c2 with c1 ~ 2/h: round-off of x (|x| < 2 m) times c1.
+    h = 1 / (1.5 * 60 * 5)
+    tol = 8 * np.finfo(float).eps * 2.0 * (2 / h + 1 / h)
+    np.testing.assert_allclose(a.particles.v, b.particles.v, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["verlet", "tcv", "tcv_corrected"])
+def test_later_plus_finish_is_now_without_corrections(name):
+    from sandbox.sim.particles import State
+    integ = INTEGRATORS[name]
+    rng = np.random.default_rng(2)
+    x0, v0 = rng.standard_normal((50, 2)), rng.standard_normal((50, 2))
+
+    def accel(x, v):
+        return -x
+
+    now, later = State.from_xv(x0, v0), State.from_xv(x0, v0)
+    integ.start(now, 0.01, accel)
+    integ.start(later, 0.01, accel)
+    for h in (0.01, 0.013, 0.008):
+        h_old = later.h_prev
+        integ.step(now, h, accel)
+        integ.step(later, h, accel, velocity="later")
+        integ.finish_velocity(later, h, h_old)
+        np.testing.assert_array_equal(later.x, now.x)
+        np.testing.assert_array_equal(later.v, now.v)
+    with pytest.raises(ValueError, match="velocity"):
+        integ.step(now, 0.01, accel, velocity="sometimes")
