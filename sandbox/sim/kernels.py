@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover
 ROPE = 1
 #: Modes of a row of a constraint plan (see ``Constraints.plan``) and its longest run.
 GATHER, RUN_STRIDE, RUN_PAIRS = 0, 1, 2
-CHUNK = 512
+CHUNK = 1024
 
 if AVAILABLE:
     @njit(cache=True, fastmath=False, inline="always")
@@ -57,40 +57,36 @@ if AVAILABLE:
     # (horizontal links, every other rope link). Over a run the particles are addressed
     # by offsets instead of index lists, and written so that LLVM vectorises the loops:
     # positions as a flat array (a 2-D row length unknown at compile time reads to LLVM
-    # as a possible overlap between iterations), i and j views that start at the run
-    # (non-negative offsets: no wraparound selects), and for stride runs the
-    # corrections staged in ``buf`` (i and j come from one array at an unknown
-    # distance, which LLVM cannot prove apart). Only rigid links run here (stiff cloth,
-    # ropes): the compliant ones need their lambda and take the gather path.
+    # as a possible overlap between iterations) and views that start at the run
+    # (non-negative offsets: no wraparound selects). Only rigid links run here (stiff
+    # cloth, ropes): the compliant ones need their lambda and take the gather path.
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _run_stride(x, w, rest, k0, n, i0, d, rope, buf):  # pragma: no cover - compiled
-        """Rigid links ``(i0 + t, i0 + t + d)`` for ``t < n``; rest lengths from ``k0``."""
-        xf = x.reshape(-1)
-        xi = xf[2 * i0:]
-        xj = xf[2 * (i0 + d):]
-        wi = w[i0:]
-        wj = w[i0 + d:]
-        rs = rest[k0:k0 + n]
-        bf = buf.reshape(-1)
-        taut = not rope                 # sticks act both ways, ropes only when taut
-        for t in range(n):
+    @njit(cache=True, fastmath=False, error_model="numpy")
+    def _run_stride(xi, xj, wi, wj, rest, taut):  # pragma: no cover - compiled
+        """Rigid links between ``xi[t]`` and ``xj[t]`` (flat views of the positions of
+        particles ``i0 + t`` and ``i0 + d + t``), with their inverse masses and rest.
+
+        Its own function on purpose: with ``xi`` and ``xj`` as separate arguments LLVM
+        checks at run time that they do not overlap and runs the vector loop (inlined,
+        it sees one array at an unknown distance and gives up). When they do overlap
+        (a run longer than ``d``) the scalar loop runs, link after link: still exact,
+        since a batch's links share no particle.
+        """
+        for t in range(rest.size):
             dx = xj[2 * t] - xi[2 * t]
             dy = xj[2 * t + 1] - xi[2 * t + 1]
             L = math.sqrt(dx * dx + dy * dy)
-            C = L - rs[t]
+            C = L - rest[t]
             denom = wi[t] + wj[t]
             ok = (denom > 0) & (L > 1e-12) & (taut | (C >= 0))
             s = -C / (denom * L if ok else 1.0)
             s = s if ok else 0.0
-            bf[2 * t] = s * dx
-            bf[2 * t + 1] = s * dy
-        for t in range(n):
-            xi[2 * t] -= wi[t] * bf[2 * t]
-            xi[2 * t + 1] -= wi[t] * bf[2 * t + 1]
-        for t in range(n):
-            xj[2 * t] += wj[t] * bf[2 * t]
-            xj[2 * t + 1] += wj[t] * bf[2 * t + 1]
+            cx = s * dx
+            cy = s * dy
+            xi[2 * t] -= wi[t] * cx
+            xi[2 * t + 1] -= wi[t] * cy
+            xj[2 * t] += wj[t] * cx
+            xj[2 * t + 1] += wj[t] * cy
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
     def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
@@ -122,14 +118,17 @@ if AVAILABLE:
             q[4 * t + 3] = yb + wb * cy
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c,
-               buf):  # pragma: no cover - compiled
+    def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
+               c):  # pragma: no cover - compiled
         mode, k0, n, i0, d, rope = (plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3],
                                     plan[c, 4], plan[c, 5] != 0)
         if mode == RUN_PAIRS:
             _run_pairs(x, w, rest, k0, n, i0, rope)
         elif mode == RUN_STRIDE:
-            _run_stride(x, w, rest, k0, n, i0, d, rope, buf)
+            xf = x.reshape(-1)
+            j0 = i0 + d
+            _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)], w[i0:i0 + n],
+                        w[j0:j0 + n], rest[k0:k0 + n], not rope)
         else:
             for k in range(k0, k0 + n):
                 _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
@@ -155,12 +154,10 @@ if AVAILABLE:
                 links += m[c]
             if links >= min_parallel and hi - lo > 1:
                 for c in prange(lo, hi):
-                    buf = np.empty((CHUNK, 2), x.dtype)
-                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c, buf)
+                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
             else:
-                buf = np.empty((CHUNK, 2), x.dtype)
                 for c in range(lo, hi):
-                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c, buf)
+                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
 
     @njit(cache=True, fastmath=False)
     def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
@@ -247,8 +244,11 @@ def warm_up() -> None:
                         np.full(3, 0.5, dtype), np.zeros(3, dtype), np.zeros(3, np.int8),
                         plan, np.array([0, 2, 3]), 3600.0, np.zeros(3), 1)
         one = dtype(1.0)
-        verlet_step(x, x.copy(), np.zeros_like(x), one, one, one, one, np.empty_like(x))
-        verlet_positions(x, x.copy(), np.zeros_like(x), one, one)
+        frozen = np.zeros_like(x)
+        frozen.flags.writeable = False      # the world's shared gravity field is read-only
+        for a in (np.zeros_like(x), frozen):
+            verlet_step(x, x.copy(), a, one, one, one, one, np.empty_like(x))
+            verlet_positions(x, x.copy(), a, one, one)
         add_scaled_difference(np.zeros_like(x), x, x, one)
     x = np.zeros((2, 2))
     x[1, 0] = 1.0

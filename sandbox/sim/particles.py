@@ -53,8 +53,12 @@ class State:
         return cls(x=x, v=v, x_prev=x.copy(), a=np.zeros_like(x))
 
     def copy(self) -> State:
-        """A deep copy of the kinematic state (a world backs up before every step)."""
-        return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), self.a.copy(),
+        """A deep copy of the kinematic state (a world backs up before every step).
+
+        A read-only ``a`` (the world's shared gravity field) is shared, not copied:
+        nobody can change it, and copying it was a quarter of a big world's backup."""
+        a = self.a if not self.a.flags.writeable else self.a.copy()
+        return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), a,
                      self.h_prev, self.t, self.a_valid)
 
     def restore(self, other: State) -> None:
