@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pygame
 
+from ..sim import kernels
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
@@ -759,6 +760,25 @@ class App:
 
 # --------------------------------------------------------------------------- run_app
 
+def _warm_up(screen: pygame.Surface) -> None:
+    """Compile the physics and drawing kernels before the first frame, saying so.
+
+    numba keeps them in its disk cache: later starts load them in well under a second;
+    the very first start compiles them (about 10 s on a 2-core machine), which would
+    otherwise freeze the first frame without a word.
+    """
+    screen.fill((18, 20, 26))
+    font = pygame.font.Font(None, 26)
+    lines = ("Preparing the compiled physics and drawing kernels...",
+             "The first start compiles them (some seconds); later starts load them.")
+    for k, text in enumerate(lines):
+        screen.blit(font.render(text, True, (220, 220, 220)), (24, 24 + 30 * k))
+    pygame.display.flip()
+    pygame.event.pump()
+    kernels.warm_up()
+    WorldRenderer.warm_up()
+
+
 def run_app(level: str | None, integrator: str | None = None, timestep: str | None = None,
             frames: int = 0) -> int:
     """Open the window on ``level`` (default: playground) until closed, or for ``frames``
@@ -785,7 +805,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         return 1
     try:
         pygame.key.set_repeat(300, 35)
-        WorldRenderer.warm_up()                   # drawing kernels: compiled or loaded now
+        _warm_up(screen)
         app = App(scene, screen=screen)
         clock = pygame.time.Clock()
         last = time.perf_counter()
