@@ -13,10 +13,17 @@ projection of one constraint within a step ``h`` is::
     x_i -= w_i dlambda n,   x_j += w_j dlambda n,   lambda += dlambda
 
 ``lambda`` accumulates over the iterations of a step, which is what makes the stiffness
-independent of the step and of the iteration count. Constraints are split into colour
-batches that share no particle; a batch is projected at once with fancy indexing (the
-writes cannot collide: a test checks every batch), batches one after another, which is
-Gauss-Seidel between batches and exact within one.
+independent of the step and of the iteration count (rigid links, ``alpha = 0``, never
+read it). Constraints are split into colour batches that share no particle; a batch is
+projected at once with fancy indexing (the writes cannot collide: a test checks every
+batch), batches one after another, which is Gauss-Seidel between batches and exact
+within one. The compiled sweep (``kernels.project_batches``) walks a *plan* of each
+batch: runs of links addressed by offsets, which vectorise, and gathered rows for the
+rest (see :meth:`Constraints._flat_batches`).
+
+One projection computes ``s = (-C - alpha~ lambda) / ((w_i + w_j + alpha~) |d|)`` and
+moves the ends by ``w s d``: one division instead of two, in the reference and the
+kernels alike, so they agree bit for bit.
 """
 
 from __future__ import annotations
