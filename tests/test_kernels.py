@@ -171,3 +171,41 @@ def test_later_plus_finish_is_now_without_corrections(name):
         np.testing.assert_array_equal(later.v, now.v)
     with pytest.raises(ValueError, match="velocity"):
         integ.step(now, 0.01, accel, velocity="sometimes")
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("config", [dict(substeps=4, iterations=2),
+                                    dict(substeps=3, iterations=1, tear_ratio=1.05),
+                                    dict(substeps=1, iterations=3)])
+def test_compiled_frame_equals_the_substep_path(config, dtype, monkeypatch):
+    """``kernels.verlet_frame`` runs a frame in one call; the Python path substep by
+    substep must give the same bits (grabs, a cut, tearing, compliant links)."""
+    runs, calls, real = [], [], kernels.verlet_frame
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(kernels, "verlet_frame", counted)
+    for compiled in (True, False):
+        monkeypatch.setattr(World, "compile_frames", compiled)
+        calls.clear()
+        runs.append(_run(_scene("auto", dtype=dtype, **config)))
+        assert bool(calls) == compiled                    # the path under test ran
+    a, b = runs
+    np.testing.assert_array_equal(a.particles.x, b.particles.x)
+    np.testing.assert_array_equal(a.particles.x_prev, b.particles.x_prev)
+    np.testing.assert_array_equal(a.particles.v, b.particles.v)
+    assert a.particles.t == b.particles.t and a.particles.h_prev == b.particles.h_prev
+    assert len(a.constraints) == len(b.constraints)
+
+
+def test_frames_with_contacts_or_velocity_forces_take_the_substep_path(monkeypatch):
+    calls = []
+    monkeypatch.setattr(kernels, "verlet_frame", lambda *a: calls.append(1))
+    for extra in (dict(bounds=(-9.0, -9.0, 9.0, 9.0)), dict(drag=0.1)):
+        w = World(WorldConfig(substeps=2, **extra))
+        B.build_rope(w, (0.0, 0.0), (1.0, 0.0), 10)
+        w.step(1 / 60)
+    assert not calls

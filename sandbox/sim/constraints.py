@@ -243,22 +243,30 @@ class Constraints:
         """
         if not len(self):
             return
-        use = self.backend in ("numba", "parallel") or (self.backend == "auto"
-                                                        and kernels.AVAILABLE)
-        if use and x.ndim == 2 and x.shape[1] == 2 and x.flags.c_contiguous and \
-                w.dtype == x.dtype and w.flags.c_contiguous:
+        args = self.kernel_args(x, w)
+        if args is not None:
             # ``lam`` is private to a step: the kernel keeps it in flat order.
-            fi, fj, frest, fcomp, fkind, plan, offsets = self._flat_batches(x.dtype)
-            # Smallest batch spread over the cores: "numba" keeps one thread,
-            # "parallel" spreads every batch, "auto" only the big ones.
-            if self.backend == "numba" or PARALLEL_CORES == 1:
-                min_parallel = 2**62
-            else:
-                min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
-            kernels.project_batches(x, w, fi, fj, frest, fcomp, fkind, plan, offsets,
-                                    1.0 / (h * h), lam, min_parallel)
+            *arrays, min_parallel = args
+            kernels.project_batches(x, w, *arrays[:7], 1.0 / (h * h), lam, min_parallel)
             return
         self.project_numpy(x, w, h, lam)
+
+    def kernel_args(self, x: np.ndarray, w: np.ndarray) -> tuple | None:
+        """``(i, j, rest, compliance, kind, plan, offsets, min_parallel)`` for the
+        compiled sweep over positions ``x`` and inverse masses ``w``, or None when the
+        numpy reference must run (``backend``, no numba, arrays it cannot take)."""
+        use = self.backend in ("numba", "parallel") or (self.backend == "auto"
+                                                        and kernels.AVAILABLE)
+        if not (use and len(self) and x.ndim == 2 and x.shape[1] == 2
+                and x.flags.c_contiguous and w.dtype == x.dtype and w.flags.c_contiguous):
+            return None
+        # Smallest batch spread over the cores: "numba" keeps one thread, "parallel"
+        # spreads every batch, "auto" only the big ones.
+        if self.backend == "numba" or PARALLEL_CORES == 1:
+            min_parallel = 2**62
+        else:
+            min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
+        return (*self._flat_batches(x.dtype), min_parallel)
 
     def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
         """The numpy reference of :meth:`project`: one fancy-indexed update per batch."""

@@ -161,7 +161,7 @@ class Leapfrog(Integrator):
         s.a, s.a_valid, s.h_prev = a_new, True, h
 
 
-def _fresh(a: np.ndarray, *others: np.ndarray) -> bool:
+def can_overwrite(a: np.ndarray, *others: np.ndarray) -> bool:
     """True when ``a`` can be overwritten in place by a kernel: a writeable, contiguous
     float array that owns its data and is none of ``others``."""
     return (a.flags.c_contiguous and a.flags.writeable and a.flags.owndata
@@ -218,7 +218,7 @@ class _PositionVerlet(Integrator):
         c2 = h / (h_old * (h + h_old))
         if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
                 and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.flags.c_contiguous
-                and _fresh(s.x_prev, s.x) and a.flags.c_contiguous):
+                and can_overwrite(s.x_prev, s.x) and a.flags.c_contiguous):
             # Coefficients in the state's float type, as numpy treats Python floats:
             # a float32 world computes in float32 (and vectorises twice as wide).
             f = s.x.dtype.type
@@ -229,7 +229,7 @@ class _PositionVerlet(Integrator):
             if velocity == "none":
                 kernels.verlet_positions(s.x, s.x_prev, a, r, ca)
             else:
-                v = s.v if _fresh(s.v, s.x, s.x_prev) else np.empty_like(s.x)
+                v = s.v if can_overwrite(s.v, s.x, s.x_prev) else np.empty_like(s.x)
                 kernels.verlet_step(s.x, s.x_prev, a, r, ca, f(c1), f(c2), v)
                 s.v = v
             s.x_prev, s.x = s.x, s.x_prev
@@ -250,7 +250,7 @@ class _PositionVerlet(Integrator):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
         with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
         c1 = 1.0 / h + 1.0 / (h + h_old)
-        if (self.backend != "numpy" and kernels.AVAILABLE and _fresh(s.v)
+        if (self.backend != "numpy" and kernels.AVAILABLE and can_overwrite(s.v)
                 and s.x.flags.c_contiguous and s.x_prev.flags.c_contiguous
                 and s.x.dtype == s.v.dtype == s.x_prev.dtype and s.x.shape == s.v.shape):
             kernels.add_scaled_difference(s.v, s.x, s.x_prev, s.v.dtype.type(c1))

@@ -139,19 +139,9 @@ if AVAILABLE:
             for k in range(k0, k0 + n):
                 _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
-    def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                        min_parallel):  # pragma: no cover - compiled
-        """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
-        each batch's rows of ``plan``; see ``Constraints.plan`` for its columns).
-
-        Batches run in order. A batch shares no particle, so any order within it gives
-        the numpy reference's numbers bit for bit (tested); batches of at least
-        ``min_parallel`` links spread their chunks over the cores (``prange``), smaller
-        ones run in one thread, where starting threads would cost more than it saves.
-        One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
-        inlined helpers ran up to 9x slower.
-        """
+    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+    def _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+               min_parallel):  # pragma: no cover - compiled
         m = plan[:, 2]
         for b in range(offsets.size - 1):
             lo, hi = offsets[b], offsets[b + 1]
@@ -164,6 +154,74 @@ if AVAILABLE:
             else:
                 for c in range(lo, hi):
                     _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+
+    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+    def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                        min_parallel):  # pragma: no cover - compiled
+        """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
+        each batch's rows of ``plan``; see ``Constraints._flat_batches``).
+
+        Batches run in order. A batch shares no particle, so any order within it gives
+        the numpy reference's numbers bit for bit (tested); batches of at least
+        ``min_parallel`` links spread their chunks over the cores (``prange``), smaller
+        ones run in one thread, where starting threads would cost more than it saves.
+        One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
+        inlined helpers ran up to 9x slower.
+        """
+        _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+               min_parallel)
+
+    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+    def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
+                     inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
+                     min_parallel):  # pragma: no cover - compiled
+        """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
+        force is a fixed field ``a`` and whose only corrections are constraints: what
+        ``World._substep`` does, in one call instead of a few Python calls a substep.
+
+        Per substep ``s``: the position step in place (``verlet_positions``; the last
+        substep as ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin``
+        set to ``kin_x``, ``lam`` zeroed if ``zero_lam``, ``iterations`` sweeps; then
+        ``v += (x - x_prev) * c1`` (``add_scaled_difference``). The same operations in
+        the same order as the Python path, so the same bits (tested). The buffers swap
+        roles every substep; returns True when ``x`` and ``x_prev`` end swapped.
+        """
+        cur = x
+        old = x_prev
+        n = r.size
+        af = a.reshape(-1)
+        vf = v.reshape(-1)
+        zero = c1 - c1
+        for s in range(n):
+            cf = cur.reshape(-1)
+            of = old.reshape(-1)
+            rs = r[s]
+            cas = ca[s]
+            if s == n - 1:
+                for k in range(cf.size):
+                    back = cf[k] - of[k]
+                    xn = af[k] * cas + cf[k] + back * rs
+                    vf[k] = (xn - cf[k]) * zero + -(back * c2)
+                    of[k] = xn
+            else:
+                for k in range(cf.size):
+                    of[k] = af[k] * cas + cf[k] + (cf[k] - of[k]) * rs
+            tmp = cur
+            cur = old
+            old = tmp
+            for k in range(kin.size):
+                cur[kin[k], 0] = kin_x[k, 0]
+                cur[kin[k], 1] = kin_x[k, 1]
+            if zero_lam:
+                lam[:] = 0.0
+            for _ in range(iterations):
+                _sweep(cur, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                       min_parallel)
+        cf = cur.reshape(-1)
+        of = old.reshape(-1)
+        for k in range(vf.size):
+            vf[k] = (cf[k] - of[k]) * c1 + vf[k]
+        return n % 2 == 1
 
     @njit(cache=True, fastmath=False)
     def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
@@ -235,6 +293,7 @@ else:  # pragma: no cover
     point_gravity = None
     verlet_step = None
     verlet_positions = None
+    verlet_frame = None
     add_scaled_difference = None
 
 
@@ -255,6 +314,12 @@ def warm_up() -> None:
         for a in (np.zeros_like(x), frozen):
             verlet_step(x, x.copy(), a, one, one, one, one, np.empty_like(x))
             verlet_positions(x, x.copy(), a, one, one)
+            verlet_frame(x, x.copy(), np.zeros_like(x), a, np.ones(4, dtype),
+                         np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5, dtype),
+                         np.zeros(3, dtype), np.zeros(3, np.int8), plan,
+                         np.array([0, 2, 3]), 3600.0, np.zeros(3), True, 1,
+                         np.ones(2, dtype), np.ones(2, dtype), one, one, np.array([1]),
+                         np.zeros((1, 2), dtype), 1)
         add_scaled_difference(np.zeros_like(x), x, x, one)
     x = np.zeros((2, 2))
     x[1, 0] = 1.0
