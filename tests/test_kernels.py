@@ -209,3 +209,31 @@ def test_frames_with_contacts_or_velocity_forces_take_the_substep_path(monkeypat
         B.build_rope(w, (0.0, 0.0), (1.0, 0.0), 10)
         w.step(1 / 60)
     assert not calls
+
+
+def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
+    """The backup is copied into reused buffers every frame; a frame that goes
+    non-finite (here: a particle dragged to NaN) must still leave the state exactly as
+    before that frame, and a later frame must back up afresh."""
+    from sandbox.sim.world import SimulationDiverged
+    calls, real = [], kernels.verlet_frame
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args) if real is not None else None
+
+    monkeypatch.setattr(kernels, "verlet_frame", counted)
+    w = _scene("auto", substeps=3)
+    w.start(1 / 60)
+    for _ in range(5):
+        w.step(1 / 60)
+    w.grab(5, target=(np.nan, 0.0))
+    before = w.state_hash()
+    with pytest.raises(SimulationDiverged):
+        w.step(1 / 60)
+    assert w.state_hash() == before
+    w.release()
+    after_release = w.state_hash()
+    w.step(1 / 60)                                   # steps on from the restored state
+    assert np.isfinite(w.particles.x).all() and w.state_hash() != after_release
+    assert calls or not kernels.AVAILABLE

@@ -52,14 +52,27 @@ class State:
             raise ValueError("x0 must be at least 1-dimensional, e.g. shape (1,) for a scalar")
         return cls(x=x, v=v, x_prev=x.copy(), a=np.zeros_like(x))
 
-    def copy(self) -> State:
+    def copy(self, into: State | None = None) -> State:
         """A deep copy of the kinematic state (a world backs up before every step).
 
-        A read-only ``a`` (the world's shared gravity field) is shared, not copied:
-        nobody can change it, and copying it was a quarter of a big world's backup."""
+        ``into``: an earlier copy whose arrays are reused when their shapes and types
+        still fit (a world backs up into the same buffers every frame: fresh 640 kB
+        arrays page-fault, and copying a 40,000-particle state into new arrays took
+        0.44 ms against 0.05 ms into old ones). A read-only ``a`` (the world's shared
+        gravity field) is shared, not copied: nobody can change it.
+        """
         a = self.a if not self.a.flags.writeable else self.a.copy()
-        return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), a,
-                     self.h_prev, self.t, self.a_valid)
+        fits = into is not None and all(
+            getattr(into, k).shape == getattr(self, k).shape
+            and getattr(into, k).dtype == getattr(self, k).dtype
+            and getattr(into, k).flags.writeable for k in ("x", "v", "x_prev"))
+        if not fits:
+            return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), a,
+                         self.h_prev, self.t, self.a_valid)
+        for k in ("x", "v", "x_prev"):
+            np.copyto(getattr(into, k), getattr(self, k))
+        into.a, into.h_prev, into.t, into.a_valid = a, self.h_prev, self.t, self.a_valid
+        return into
 
     def restore(self, other: State) -> None:
         """Copy ``other`` into this state (``x``, ``v``, ``x_prev`` keep their identity)."""

@@ -107,6 +107,7 @@ class World:
         self._uniform: tuple | None = None     # cached gravity field (see _uniform_accel)
         self._lam: np.ndarray | None = None    # scratch multipliers (see _multipliers)
         self._uniform_checked = False
+        self._backup: tuple | None = None      # the state before a step, buffers reused
         self.springs = Springs()
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
@@ -237,7 +238,14 @@ class World:
         if not self.started:
             self.start(h)
         p = self.particles
-        backup = (p.copy(), p.inv_mass.copy())
+        # Into the same buffers every frame (see State.copy); never aliased with p's.
+        state = p.copy(into=self._backup[0] if self._backup else None)
+        w = self._backup[1] if self._backup else None
+        if w is None or w.shape != p.inv_mass.shape or w.dtype != p.inv_mass.dtype:
+            w = p.inv_mass.copy()
+        else:
+            np.copyto(w, p.inv_mass)
+        self._backup = backup = (state, w)
         hs = h / self.config.substeps
         n = self.config.substeps
         self._uniform_checked = False
