@@ -76,10 +76,10 @@ def test_real_window_screenshot_drag_and_integrator_key(xvfb, tmp_path):
 
     shots = tmp_path / "screenshots"
 
-    def screenshot(count: int) -> Path:
+    def screenshot(count: int, wait: float = 10) -> Path:
         xdo("key", "F12")
         files = _wait_for(lambda: len(list(shots.glob("screenshot-*.png"))) >= count and sorted(
-            shots.glob("screenshot-*.png")), 10, f"screenshot {count}")
+            shots.glob("screenshot-*.png")), wait, f"screenshot {count}")
         return sorted(files, key=lambda p: p.stat().st_mtime_ns)[-1]
 
     try:
@@ -93,7 +93,9 @@ def test_real_window_screenshot_drag_and_integrator_key(xvfb, tmp_path):
         xdo("mousemove", "--window", wid, str(w // 2), str(h // 2))
         xdo("windowfocus", wid)
         time.sleep(1.0)                              # a few frames drawn
-        first = screenshot(1)
+        # The first start of a fresh checkout compiles the kernels before the first frame
+        # (the window says so); the key waits in the queue until then.
+        first = screenshot(1, wait=120)
 
         # Drag from just below the middle of the window (inside the cloth level's cloth)
         # up and to the right, in small moves as a hand would.

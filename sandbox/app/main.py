@@ -760,12 +760,12 @@ class App:
 
 # --------------------------------------------------------------------------- run_app
 
-def _warm_up(screen: pygame.Surface) -> None:
+def _warm_up(screen: pygame.Surface, dtype: str = "float64") -> None:
     """Compile the physics and drawing kernels before the first frame, saying so.
 
     numba keeps them in its disk cache: later starts load them in well under a second;
-    the very first start compiles them (about 10 s on a 2-core machine), which would
-    otherwise freeze the first frame without a word.
+    the very first start compiles them (about 30 s on a 2-core machine, most of it the
+    contact pipeline), which would otherwise freeze the first frame without a word.
     """
     screen.fill((18, 20, 26))
     font = pygame.font.Font(None, 26)
@@ -775,7 +775,7 @@ def _warm_up(screen: pygame.Surface) -> None:
         screen.blit(font.render(text, True, (220, 220, 220)), (24, 24 + 30 * k))
     pygame.display.flip()
     pygame.event.pump()
-    kernels.warm_up()
+    kernels.warm_up(dtypes=sorted({"float64", dtype}))   # the levels' types, not all
     WorldRenderer.warm_up()
 
 
@@ -805,7 +805,8 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         return 1
     try:
         pygame.key.set_repeat(300, 35)
-        _warm_up(screen)
+        first = scene.first_world
+        _warm_up(screen, first.config.dtype if first is not None else "float64")
         app = App(scene, screen=screen)
         clock = pygame.time.Clock()
         last = time.perf_counter()

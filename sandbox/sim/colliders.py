@@ -38,15 +38,23 @@ et al., "Small Steps in Physics Simulation", 2019)::
 
 Pinned (and grabbed) particles have ``inv_mass == 0``: every correction is scaled by the
 inverse mass, so nothing here moves them.
+
+Two backends (``Colliders.backend``): the numpy code here, vectorised over the contacts, is
+the reference; :mod:`contact_kernels` compiles each stage above with numba into one call per
+substep (``begin``, ``project``, ``finish``, the pair list), repeating the reference's
+operations in its order, so both give the same numbers bit for bit. "auto" (the default)
+runs the compiled one when numba is installed.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
+
+from . import contact_kernels as ck
 
 #: A projected or swept particle is left this far (m) outside the surface, so that the next
 #: substep starts on a definite side even of a zero-thickness segment (float64 round-off on
@@ -70,7 +78,11 @@ _UP = np.array([0.0, 1.0])
 # ----------------------------------------------------------------------------- helpers
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.vecdot(a, b)
+    """``a . b`` over the last axis (length 2), as ``a0 b0 + a1 b1``. Written out rather
+    than ``np.vecdot``, whose BLAS loop may fuse a multiply-add (its result then depends on
+    the CPU and on the arrays' strides): this order is the one the compiled kernels of
+    :mod:`contact_kernels` repeat, so the two backends agree bit for bit."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1]
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -641,6 +653,17 @@ class Walls(ShapeSet):
 SHAPE_TYPES: dict[str, type[ShapeSet]] = {
     cls.kind: cls for cls in (Circles, Segments, Polygons, Boxes)}
 
+#: Shape types as the compiled kernels number them.
+_KIND = {"circle": ck.CIRCLE, "segment": ck.SEGMENT, "polygon": ck.POLYGON, "box": ck.BOX}
+#: Each type's geometry columns in the compiled shape table (see ``contact_kernels``);
+#: polygons keep their own (k, K, 2) arrays.
+_GEOMETRY = {
+    "circle": lambda s: np.column_stack([s.center, s.radius]),
+    "segment": lambda s: np.column_stack([s.a, s.b, s.thickness]),
+    "polygon": lambda s: np.zeros((len(s), 0)),
+    "box": lambda s: np.column_stack([s.lo, s.hi]),
+}
+
 
 # ----------------------------------------------------------------------------- broad phase
 
@@ -795,6 +818,19 @@ def _tolerances(x: np.ndarray) -> tuple[float, float]:
 
 # ----------------------------------------------------------------------------- colliders
 
+_NO_KEYS = np.zeros(0, np.int64)
+
+
+class _Table(NamedTuple):
+    """The compiled kernels' view of the shapes: ``kinds``, ``rows`` (row within its type),
+    ``geo`` (see ``contact_kernels``) and the polygons' ``verts``, ``normals``, ``edges``
+    (``shape_args``); ``begin_args`` adds the counts of shapes and walls and the
+    ``ShapeGrid`` (keys, shape ids, cell, origin, dims)."""
+
+    shape_args: tuple
+    begin_args: tuple
+
+
 class Colliders:
     """Every static shape of a world, by type (``sets``), in the order they were added.
 
@@ -811,6 +847,10 @@ class Colliders:
         self._grid: tuple[ShapeGrid, np.ndarray, np.ndarray] | None = None
         self._specs: list[dict] | None = None
         self._pair_list: _PairList | None = None
+        self._table: tuple | None = None
+        #: "auto" (the compiled kernels of :mod:`contact_kernels` when numba is installed),
+        #: "numba" (compiled) or "numpy" (the reference, vectorised over the contacts)
+        self.backend = "auto"
 
     def __len__(self) -> int:
         return len(self.order)
@@ -826,7 +866,7 @@ class Colliders:
         except TypeError as e:          # a missing or unknown field
             raise ValueError(f"{kind}: {e}") from None
         self.order.append((kind, row))
-        self._grid = self._specs = None
+        self._grid = self._specs = self._table = None
         return len(self.order) - 1
 
     @property
@@ -877,7 +917,10 @@ class Colliders:
         Broad phase against the shapes (the particle's box covers its path), continuous
         detection (paths that enter a shape stop at the time of impact), the bounds
         walls, and particle pairs if ``config.collide_particles``. Moves swept particles.
+        Runs the compiled kernels when :meth:`compiled` says so.
         """
+        if self.compiled(p, x0):
+            return self._begin_compiled(p, x0, config, exclude_pairs)
         x1 = p.x
         w, r = p.inv_mass, p.radius
         skin, touch = _tolerances(x1)
@@ -906,22 +949,110 @@ class Colliders:
                 contacts.set_pairs(pairs, w, e_def, mu_def)
         return contacts if contacts else None
 
-    def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude) -> _PairList | None:
+    def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude,
+                    compiled: bool = False) -> _PairList | None:
         """Candidate particle pairs from a Verlet list (as in molecular dynamics): pairs
         closer than ``r_i + r_j + skin`` when the list was built, reused until a particle
         has moved ``skin / 2`` since (two such cannot have closed the gap). The skin is
         the larger radius, so a list lasts many substeps; it is rebuilt when particles,
-        radii or the excluded (linked) pairs change."""
+        radii or the excluded (linked) pairs change. Both backends build the same list."""
         key = (x.shape[0], r, exclude)           # the arrays compared by identity
         L = self._pair_list
         if L is not None and L.key[0] == key[0] and L.key[1] is r and L.key[2] is exclude:
-            moved = x - L.x_ref
-            if float(np.max(_dot(moved, moved), initial=0.0)) < (0.5 * L.skin) ** 2:
+            if compiled:
+                moved2 = float(ck.max_moved2(x, L.x_ref))
+            else:
+                moved = x - L.x_ref
+                moved2 = float(np.max(_dot(moved, moved), initial=0.0))
+            if moved2 < (0.5 * L.skin) ** 2:
                 return L if L.i.size else None
         skin = max(float(r.max(initial=0.0)), MARGIN)
-        i, j = particle_pairs(x, r, skin, exclude)
-        self._pair_list = L = _PairList.build(key, x.copy(), skin, i, j, r)
+        if compiled:
+            ex = _NO_KEYS if exclude is None else exclude
+            self._pair_list = L = _PairList(key, x.copy(), skin,
+                                            *ck.pair_list(x, r, skin, ex))
+        else:
+            i, j = particle_pairs(x, r, skin, exclude)
+            self._pair_list = L = _PairList.build(key, x.copy(), skin, i, j, r)
         return L if L.i.size else None
+
+    # --- the compiled backend -------------------------------------------------------------
+
+    def compiled(self, p, x0: np.ndarray) -> bool:
+        """Whether a substep runs the compiled kernels: ``backend`` asks for them (or is
+        "auto" and numba is installed) and the state is what they take: float (n, 2)
+        positions, every per-particle array in their float type and contiguous."""
+        if self.backend == "numpy":
+            return False
+        if self.backend not in ("auto", "numba"):
+            raise ValueError(f"backend: expected 'auto', 'numba' or 'numpy', got "
+                             f"{self.backend!r}")
+        if not ck.AVAILABLE:
+            if self.backend == "numba":
+                raise RuntimeError("colliders backend 'numba': numba is not installed")
+            return False
+        x = p.x
+        return (x.ndim == 2 and x.shape[1] == 2 and x.dtype.kind == "f"
+                and all(a.dtype == x.dtype and a.flags.c_contiguous
+                        for a in (x, x0, p.v, p.x_prev, p.inv_mass, p.radius)))
+
+    def tables(self, bounds) -> _Table:
+        """The shapes and the ``bounds`` walls as the compiled kernels take them (cached
+        until a shape is added or the bounds change)."""
+        if self._table is not None and self._table[0] == bounds:
+            return self._table[1]
+        S = len(self)
+        nw = 0 if bounds is None else 4
+        kinds = np.full(S + nw, ck.WALL, np.int64)
+        rows = np.zeros(S + nw, np.int64)
+        geo = np.full((S + nw, 11), np.nan)
+        keys = sids = np.zeros(0, np.int64)
+        cell, origin, dims = 1.0, np.zeros(2, np.int64), np.ones(2, np.int64)
+        if S:
+            grid, tid, row = self._broad()
+            keys, sids, cell, origin, dims = grid.keys, grid.sids, grid.cell, grid.origin, \
+                grid.dims
+            geo[:S, ck.LO_X:ck.HI_Y + 1] = np.concatenate([grid.lo, grid.hi], axis=1)
+            rows[:S] = row
+            for t, (kind, shapes) in enumerate(self.sets.items()):
+                m = np.flatnonzero(tid == t)
+                if m.size:
+                    kinds[m] = _KIND[kind]
+                    g = _GEOMETRY[kind](shapes)[row[m]]
+                    geo[m, :g.shape[1]] = g
+                    geo[m, ck.E], geo[m, ck.MU] = shapes.e[row[m]], shapes.mu[row[m]]
+        if nw:
+            walls = Walls.from_bounds(bounds)
+            geo[S:, :3] = np.column_stack([walls.n, walls.offset])
+            rows[S:] = np.arange(nw)
+        poly = self.sets["polygon"]
+        shapes = tuple(np.ascontiguousarray(a, dtype=float)
+                       for a in (poly.verts, poly.normals, poly.edges))
+        t = _Table(shape_args=(kinds, rows, geo, *shapes),
+                   begin_args=(kinds, rows, geo, S, nw, *shapes, keys, sids, float(cell),
+                               origin, dims))
+        self._table = (bounds, t)
+        return t
+
+    def _begin_compiled(self, p, x0, config, exclude) -> _FlatContacts | None:
+        """:meth:`begin` in the compiled kernels (``contact_kernels.begin``, ``pair_list``):
+        the same contacts, held flat."""
+        x1, w, r = p.x, p.inv_mass, p.radius
+        t = self.tables(config.bounds)
+        dx = np.zeros(x1.shape)
+        e, mu = float(config.restitution), float(config.friction)
+        cp, cg, ce, cmu, ref, touched, skin, touch = ck.begin(
+            x0, x1, w, r, dx, *t.begin_args, e, mu, float(np.finfo(x1.dtype).eps), SKIN,
+            TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS)
+        pairs = None
+        if config.collide_particles:
+            L = self._neighbours(x1, r, exclude, compiled=True)
+            if L is not None and ck.any_moving(L.i, L.j, w):
+                pairs = L
+        if not cp.size and pairs is None:
+            return None
+        return _FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
+                             touched, pairs, e, mu)
 
 
 # ----------------------------------------------------------------------------- contacts
@@ -1323,6 +1454,60 @@ class Contacts:
         scatter_rows(delta, b, (wj / wsum)[live] * dv)
         v[P.nodes] += delta
         return float(np.max(size[live]))
+
+
+class _FlatContacts:
+    """One substep's contacts for the compiled backend: the contacts :class:`Contacts`
+    holds, flat, with the same ``project`` and ``finish``.
+
+    ``cp``, ``cg`` give each contact's particle and row of the shape table, in the
+    reference's order (its groups one after another, the walls last); ``e``, ``mu`` its
+    material, ``ref`` a segment's side at the start of the substep, and the per-contact
+    state of :class:`_Group`: ``depth``, ``touched``, ``stuck`` (the velocity pass keeps
+    ``used`` to itself). The particle pairs are the whole Verlet list (pairs of two pinned
+    particles never pass the kernels' tests, so dropping them as
+    :meth:`Contacts.set_pairs` does changes nothing) with the state of :class:`_Pairs`.
+    """
+
+    def __init__(self, x0, r, skin, touch, dx, shape_args, cp, cg, e, mu, ref, touched,
+                 pairs: _PairList | None, pe: float, pmu: float) -> None:
+        self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
+        self.shape_args = shape_args
+        self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
+        self.depth = np.zeros(cp.size)
+        self.stuck = np.zeros(cp.size, bool)
+        self.pairs = pairs
+        if pairs is None:
+            z = np.zeros(0, np.int64)
+            self.pair_args = (z, z, z, z, z, np.zeros(0, r.dtype))
+        else:
+            self.pair_args = (pairs.i, pairs.j, pairs.a, pairs.b, pairs.nodes, pairs.reach)
+        m = self.pair_args[0].size
+        self.pe, self.pmu = pe, pmu
+        self.pdepth = np.zeros(m)
+        self.ptouched = np.zeros(m, bool)
+        self.pstuck = np.zeros(m, bool)
+
+    def __bool__(self) -> bool:
+        return bool(self.cp.size) or self.pairs is not None
+
+    def project(self, x: np.ndarray, w: np.ndarray) -> None:
+        """:meth:`Contacts.project` (``contact_kernels.project``)."""
+        ck.project(x, w, self.x0, self.dx, self.r, self.skin, self.cp, self.cg, self.mu,
+                   self.ref, self.depth, self.touched, self.stuck, *self.shape_args,
+                   *self.pair_args, self.pmu, self.pdepth, self.ptouched, self.pstuck)
+
+    def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
+               sweeps: int = 2) -> None:
+        """:meth:`Contacts.finish` (``contact_kernels.finish``)."""
+        based = bool(integrator.position_based)
+        gain = 0.0 if based else integrator.fold_gain / h
+        v_th = 2.0 * math.hypot(*gravity) * h
+        if ck.finish(p.x, self.x0, p.v, p.x_prev, p.inv_mass, self.r, self.dx, v_start,
+                     based, gain, h, v_th, self.touch, int(sweeps), self.cp, self.cg, self.e,
+                     self.mu, self.ref, self.touched, self.stuck, *self.shape_args,
+                     *self.pair_args, self.pe, self.pmu, self.ptouched, self.pstuck):
+            p.a_valid = False
 
 
 def _stop(vn, vn_ref, mu):

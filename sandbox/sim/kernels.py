@@ -297,11 +297,14 @@ else:  # pragma: no cover
     add_scaled_difference = None
 
 
-def warm_up() -> None:
-    """Compile (or load from the cache) every kernel on a tiny problem."""
+def warm_up(dtypes=("float64", "float32"), contacts: bool = True) -> None:
+    """Compile (or load from the disk cache) every kernel on a tiny problem, for worlds
+    of the float types ``dtypes``; ``contacts`` also the contact kernels
+    (``contact_kernels.warm_up``). From the cache this takes well under a second; the
+    first time, tens of seconds (most of it the contact pipeline)."""
     if not AVAILABLE:
         return
-    for dtype in (np.float64, np.float32):
+    for dtype in (np.dtype(d).type for d in dtypes):
         x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], dtype)
         plan = np.array([[GATHER, 0, 1, 0, 1, 0], [RUN_PAIRS, 1, 1, 2, 1, 1],
                          [RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
@@ -324,3 +327,6 @@ def warm_up() -> None:
     x = np.zeros((2, 2))
     x[1, 0] = 1.0
     point_gravity(x, np.ones(2), 1.0, 0.01, np.zeros((2, 2)))
+    if contacts:
+        from . import contact_kernels
+        contact_kernels.warm_up(dtypes)

@@ -1,0 +1,415 @@
+"""The compiled contact kernels (``contact_kernels``) against the numpy reference
+(``colliders``, ``backend = "numpy"``).
+
+The kernels repeat the reference's operations in its order and in its float types (see
+the module docstring of ``contact_kernels``), so the expected difference is zero: every
+comparison here is exact (``assert_array_equal``, under which -0.0 equals 0.0, the one
+freedom the kernels take). No tolerance would do instead: a pile is chaotic (moving one
+ball of the test pile by 1e-15 m moves balls by 1e-11 m after 60 frames and 3e-8 m after
+100, three orders of magnitude per 40 frames), so a round-off bound would have to grow with
+the run and the scene. Timing lives in ``python main.py bench``; these tests only check
+numbers.
+"""
+
+import numpy as np
+import pytest
+
+from sandbox.sim import builders as B
+from sandbox.sim import colliders as C
+from sandbox.sim import contact_kernels as ck
+from sandbox.sim.world import SimulationDiverged, World, WorldConfig
+
+pytestmark = pytest.mark.skipif(not ck.AVAILABLE, reason="numba is not installed")
+
+FRAME = 1 / 60
+DTYPES = ["float64", "float32"]
+
+
+def _assert_same(ref: World, got: World) -> None:
+    p, q = ref.particles, got.particles
+    assert np.isfinite(p.x).all()
+    np.testing.assert_array_equal(q.x, p.x)
+    np.testing.assert_array_equal(q.v, p.v)
+    np.testing.assert_array_equal(q.x_prev, p.x_prev)
+
+
+def _both(build, frames: int, **kw) -> tuple[World, World]:
+    """The scene ``build(**kw)`` run ``frames`` frames with each backend."""
+    out = []
+    for backend in ("numpy", "numba"):
+        w = build(**kw)
+        w.colliders.backend = backend
+        w.start(FRAME)
+        for _ in range(frames):
+            w.step(FRAME)
+        out.append(w)
+    return out[0], out[1]
+
+
+# --------------------------------------------------------------------------- scenes
+
+def _pile(dtype="float64", integrator="tcv_corrected") -> World:
+    """The benchmark's pile, smaller: 300 balls with jitter into a funnel of two thick
+    segments, two circles, a box and a polygon inside the bounds; 10 substeps x 1."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=10, iterations=1,
+                          bounds=(-1.5, -1.0, 1.5, 6.0), collide_particles=True,
+                          friction=0.3))
+    rng = np.random.default_rng(4)
+    r, c = np.meshgrid(np.arange(15), np.arange(20), indexing="ij")
+    x = np.stack([(c.ravel() - 9.5) * 0.11, 3.0 + r.ravel() * 0.11], axis=1)
+    w.add_particles(x + 0.001 * rng.standard_normal(x.shape), mass=0.05, radius=0.05)
+    w.add_shape("segment", a=(-1.45, 2.6), b=(-0.25, 1.6), thickness=0.05)
+    w.add_shape("segment", a=(1.45, 2.6), b=(0.25, 1.6), thickness=0.05)
+    w.add_shape("circle", center=(-0.8, 0.3), radius=0.3)
+    w.add_shape("circle", center=(0.8, 0.3), radius=0.3)
+    w.add_shape("box", min=(-0.2, -0.6), max=(0.2, -0.3))
+    w.add_shape("polygon", points=[(-1.5, -1.0), (-0.9, -1.0), (-1.5, -0.4)])
+    return w
+
+
+def _slope(dtype="float64", integrator="tcv_corrected") -> World:
+    """Balls on two 30 degree slopes, a thick segment that grips (friction 0.9: they
+    stick) and a polygon that does not (0.05: they slide), plus particle friction
+    between a stack of balls on a third, flat and frictionless floor."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=4, iterations=4,
+                          collide_particles=True, friction=0.4))
+    s, c = np.sin(np.pi / 6), np.cos(np.pi / 6)
+    w.add_shape("segment", a=(-4.0, 2.0), b=(-4.0 + 2 * c, 2.0 - 2 * s), thickness=0.03,
+                friction=0.9)
+    w.add_shape("polygon", points=[(0.0, 1.0), (2 * c, 1.0 - 2 * s), (2 * c, 0.0), (0.0, 0.0)],
+                friction=0.05)
+    w.add_shape("box", min=(3.0, -1.0), max=(6.0, 0.0), friction=0.0)
+    along = np.linspace(0.3, 1.5, 5)
+    on_seg = np.stack([-4.0 + along * c, 2.0 - along * s], 1) + (0.03 + 0.1) * np.array([s, c])
+    on_poly = np.stack([along * c, 1.0 - along * s], 1) + 0.1 * np.array([s, c])
+    stack = np.stack([np.full(6, 4.5) + 0.01 * np.arange(6), 0.1 + 0.2 * np.arange(6)], 1)
+    w.add_particles(np.concatenate([on_seg, on_poly, stack]), mass=0.2, radius=0.1)
+    return w
+
+
+def _bounce(dtype="float64", integrator="tcv_corrected") -> World:
+    """Restitution everywhere: balls dropped on an elastic circle, a half-elastic box and
+    the bounds' floor (the world's 0.8), a Newton's cradle of touching balls hit by a
+    fast one (particle restitution), and a fast ball at a thin segment (swept)."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=8, iterations=2,
+                          restitution=0.8, friction=0.2, collide_particles=True,
+                          bounds=(-6.0, -2.0, 6.0, 8.0)))
+    w.add_shape("circle", center=(-3.0, 0.0), radius=0.5, restitution=1.0)
+    w.add_shape("box", min=(0.0, -0.5), max=(1.5, 0.0), restitution=0.5, friction=0.6)
+    w.add_shape("segment", a=(3.0, -1.0), b=(5.0, -1.0))
+    w.add_particles([[-3.0, 2.0], [-2.9, 3.5], [0.7, 1.0], [0.75, 2.5], [-5.0, 5.0]],
+                    radius=0.1)
+    w.add_particles(np.stack([np.arange(5) * 0.2 - 1.0, np.full(5, -1.9)], 1), radius=0.1)
+    w.add_particles([[-2.0, -1.9]], v=[[6.0, 0.0]], radius=0.1)
+    w.add_particles([[4.0, 3.0]], v=[[0.0, -60.0]], radius=0.05)        # through the line
+    return w
+
+
+def _every_shape(dtype="float64", integrator="tcv_corrected") -> World:
+    """Particles of different masses and radii (points among them), pinned ones and a
+    chain (linked pairs never collide) against a circle, a thick and a thin segment, a
+    clockwise pentagon, a box and the walls, with fast particles aimed at each shape
+    (continuous detection: discs, capsule sides and ends, polygon faces and corners)."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=3, iterations=3,
+                          restitution=0.3, friction=0.5, collide_particles=True,
+                          bounds=(-8.0, -4.0, 8.0, 8.0)))
+    w.add_shape("circle", center=(-5.0, 0.0), radius=0.6, friction=0.1)
+    w.add_shape("segment", a=(-3.0, -1.0), b=(-1.0, 0.0), thickness=0.1, restitution=0.9)
+    w.add_shape("segment", a=(-1.0, -2.0), b=(1.0, -2.0))
+    ang = -np.linspace(0.0, 2 * np.pi, 5, endpoint=False)                  # clockwise
+    w.add_shape("polygon", points=np.stack([2.0 + 0.8 * np.cos(ang), 0.8 * np.sin(ang)], 1))
+    w.add_shape("box", min=(4.0, -1.0), max=(6.0, 0.0), restitution=0.0, friction=1.0)
+    rng = np.random.default_rng(9)
+    x = np.stack([rng.uniform(-6.5, 6.5, 60), rng.uniform(1.0, 5.0, 60)], 1)
+    w.add_particles(x, mass=rng.uniform(0.1, 2.0, 60), radius=rng.uniform(0.05, 0.2, 60))
+    w.add_particles([[-4.0, 6.0], [3.0, 6.0]], radius=0.0)                # points
+    w.add_particles([[0.0, 3.0]], pinned=True, radius=0.3)
+    # Fast ones, one substep's path longer than the gap: the sweep cuts them at impact.
+    aims = [(-5.0, 3.0, 0.0, -200.0), (-2.0, 2.0, 0.0, -250.0), (0.0, 1.0, 0.0, -300.0),
+            (2.0, 4.0, 0.0, -320.0), (2.6, 3.0, 0.0, -280.0), (5.0, 3.0, 0.0, -260.0),
+            (1.0, 1.0, 0.0, -400.0)]
+    for k, (px, py, vx, vy) in enumerate(aims):
+        w.add_particles([[px, py]], v=[[vx, vy]], radius=0.0 if k == 6 else 0.08)
+    # Neighbours overlap (0.4 > 4/12): only the exclusion keeps them from colliding.
+    B.build_rope(w, (-7.0, 6.0), (-3.0, 6.0), 12, mass=0.1, radius=0.2, kind="stick")
+    return w
+
+
+def _many_shapes(dtype="float64", integrator="tcv_corrected") -> World:
+    """Enough particles times shapes (430 x 70) for the grid broad phase, not brute
+    force, with a long floor and pegs of every type."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=2, iterations=2,
+                          collide_particles=True, friction=0.2, restitution=0.2))
+    w.add_shape("box", min=(-12.0, -3.0), max=(12.0, -2.0))
+    for k in range(69):
+        cx, cy = -10.0 + 0.3 * k, -1.0 + 0.5 * (k % 3)
+        kind = k % 4
+        if kind == 0:
+            w.add_shape("circle", center=(cx, cy), radius=0.08)
+        elif kind == 1:
+            w.add_shape("segment", a=(cx - 0.1, cy), b=(cx + 0.1, cy + 0.05), thickness=0.02)
+        elif kind == 2:
+            w.add_shape("polygon", points=[(cx, cy), (cx + 0.15, cy), (cx, cy + 0.15)])
+        else:
+            w.add_shape("box", min=(cx, cy), max=(cx + 0.1, cy + 0.1))
+    k = np.arange(430)
+    w.add_particles(np.stack([-10.0 + 0.05 * k, 1.0 + 0.3 * (k % 5)], 1), radius=0.04)
+    return w
+
+
+# --------------------------------------------------------------------------- whole scenes
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pile_matches_the_reference_bit_for_bit(dtype):
+    ref, got = _both(_pile, 100, dtype=dtype)
+    _assert_same(ref, got)
+    x, L = ref.particles.x, ref.colliders._pair_list
+    touching = np.linalg.norm(x[L.j] - x[L.i], axis=1) < L.reach + 1e-6
+    assert touching.sum() > 200                      # a pile, not a rain of balls
+
+
+@pytest.mark.parametrize("integrator", ["tcv_corrected", "velocity_verlet"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_balls_on_slopes_with_friction_match_the_reference(dtype, integrator):
+    ref, got = _both(_slope, 90, dtype=dtype, integrator=integrator)
+    _assert_same(ref, got)
+    v = ref.particles.v
+    # The gripping slope holds its balls, the slippery one lets them go.
+    assert np.abs(v[:5]).max() < 0.05 and np.abs(v[5:10]).max() > 0.5
+
+
+@pytest.mark.parametrize("integrator", ["tcv_corrected", "velocity_verlet"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bouncing_with_restitution_matches_the_reference(dtype, integrator):
+    ref, got = _both(_bounce, 75, dtype=dtype, integrator=integrator)
+    _assert_same(ref, got)
+    x = ref.particles.x
+    assert x[-1, 1] > -1.0                           # the fast ball stayed above the line
+    assert x[10, 0] < -1.1 and x[9, 0] > -0.2        # the striker stopped, the row moved on
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_shape_type_and_sweeps_match_the_reference(dtype):
+    ref, got = _both(_every_shape, 60, dtype=dtype)
+    _assert_same(ref, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grid_broad_phase_scene_matches_the_reference(dtype):
+    w = _many_shapes(dtype)
+    assert w.n * len(w.colliders) > C.BRUTE_PAIRS                 # the grid, not brute force
+    ref, got = _both(_many_shapes, 40, dtype=dtype)
+    _assert_same(ref, got)
+
+
+# --------------------------------------------------------------------------- one stage at a time
+
+def _shapes_and_points(dtype):
+    """Every shape type (a circle, a thick and a thin segment, a clockwise pentagon, a
+    box, the bounds) and points on the cases where the formulas branch: centres, corners,
+    edges and their extensions, the box's diagonals (equal depth to two faces), a point
+    beyond a segment's end, plus a lattice."""
+    col = C.Colliders()
+    col.add("circle", center=(0.0, 0.0), radius=0.5)
+    col.add("segment", a=(1.0, 0.0), b=(2.0, 0.5), thickness=0.1)
+    col.add("segment", a=(-2.0, -1.0), b=(-1.0, -1.0))
+    ang = -np.linspace(0.0, 2 * np.pi, 5, endpoint=False)
+    col.add("polygon", points=np.stack([3.0 + np.cos(ang), np.sin(ang)], 1))
+    col.add("box", min=(-3.0, 1.0), max=(-2.0, 1.5))
+    poly = col.sets["polygon"]
+    v = poly.verts[0, :5]
+    special = [(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (2.0, 0.5), (1.5, 0.25), (2.5, 0.75),
+               (-2.0, -1.0), (-1.5, -1.0), (-0.5, -1.0), (-1.5, -0.9), (-2.5, 1.25),
+               (-2.75, 1.25), (-2.25, 1.25), (-2.125, 1.375), (-2.875, 1.125), (-3.0, 1.0),
+               (-2.0, 1.5), (-2.5, 1.0), (3.0, 0.0), (-2.5, -2.0), (4.0, 3.0)]
+    pts = np.concatenate([special, v, 0.5 * (v + np.roll(v, -1, 0)),
+                          2 * v - np.roll(v, -1, 0)])
+    lat = np.stack(np.meshgrid(np.linspace(-3.5, 4.5, 17), np.linspace(-2, 2, 9)), -1)
+    pts = np.concatenate([pts, lat.reshape(-1, 2)]).astype(dtype)
+    return col, pts
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
+    """``ShapeSet.distance`` and ``.contact`` (segments with each starting side)."""
+    col, pts = _shapes_and_points(dtype)
+    bounds = (-3.0, -2.0, 4.0, 3.0)
+    kinds, rows, geo, pverts, pnorm, pedge = col.tables(bounds).shape_args
+    sets = [col.sets[n] for n in C._KIND] + [C.Walls.from_bounds(bounds)]
+    checked = 0
+    for g in range(kinds.size):
+        shapes, row = sets[kinds[g]], int(rows[g])
+        s = np.full(pts.shape[0], row)
+        for contact, ref in ((False, 0.0), (True, -1.0), (True, 0.0), (True, 1.0)):
+            if contact:
+                want = shapes.contact(pts, s, np.full(pts.shape[0], ref))
+            else:
+                want = shapes.distance(pts, s)
+            d, _, n = want
+            got = np.array([ck._distance(g, px, py, ref, contact, kinds, rows, geo, pverts,
+                                         pnorm, pedge) for px, py in pts])
+            np.testing.assert_array_equal(got[:, 0], d)
+            np.testing.assert_array_equal(got[:, 1:], n)
+            checked += pts.shape[0]
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sweeps_match_the_reference(dtype):
+    """``ShapeSet.sweep``: time of impact (inf when missed) and normal, for paths aimed
+    through the special points from many directions, for discs and points (radius 0:
+    no corner discs on polygons), and zero-length paths."""
+    col, pts = _shapes_and_points(dtype)
+    kinds, rows, geo, pverts, pnorm, pedge = col.tables(None).shape_args
+    sets = [col.sets[n] for n in C._KIND]
+    rng = np.random.default_rng(6)
+    m = pts.shape[0]
+    ang = rng.uniform(0, 2 * np.pi, m)
+    step = rng.choice([0.0, 0.3, 1.5], m)
+    p1 = pts + 0.2 * np.stack([np.cos(ang), np.sin(ang)], 1).astype(dtype)
+    p0 = (p1 - step[:, None] * np.stack([np.cos(ang), np.sin(ang)], 1)).astype(dtype)
+    hits = 0
+    for r in (0.0, 0.05):
+        rr = np.full(m, r, dtype)
+        for g in range(kinds.size):
+            shapes, row = sets[kinds[g]], int(rows[g])
+            hit, t, n = shapes.sweep(p0, p1, np.full(m, row), rr)
+            got = np.array([ck._sweep(g, a[0], a[1], b[0], b[1], rr[0], kinds, rows, geo,
+                                      pverts, pnorm, pedge) for a, b in zip(p0, p1,
+                                                                             strict=True)])
+            np.testing.assert_array_equal(got[:, 0], t)
+            np.testing.assert_array_equal(got[hit, 1:], n[hit])
+            hits += hit.sum()
+    assert hits > 50
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pair_list_is_the_references_list_in_its_order(dtype, sparse):
+    """``particle_pairs`` + ``_PairList.build``: the same pairs in the same order (the
+    Jacobi sums run in that order), with radius-0 particles skipped and excluded pairs
+    dropped; ``sparse`` (one particle far away) takes the binary-search path."""
+    rng = np.random.default_rng(11)
+    n = 1200
+    x = rng.uniform(0, 5, (n, 2)).astype(dtype)
+    if sparse:
+        x[7] = (3e5, -2e4)
+    r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.01, 0.1, n)).astype(dtype)
+    i, j = C.particle_pairs(x, r, 0.05)
+    exclude = np.unique(i[::5] * n + j[::5])
+    sizes = []
+    for ex in (None, exclude):
+        i, j = C.particle_pairs(x, r, 0.05, ex)
+        want = C._PairList.build(None, x, 0.05, i, j, r)
+        got = ck.pair_list(x, r, 0.05, C._NO_KEYS if ex is None else ex)
+        for name, a, b in zip(("i", "j", "a", "b", "nodes", "reach"), got,
+                              (want.i, want.j, want.a, want.b, want.nodes, want.reach),
+                              strict=True):
+            assert a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        sizes.append(got[0].size)
+    assert sizes[0] > 1000 and sizes[1] == sizes[0] - exclude.size
+
+
+class _State:
+    """The particle arrays ``Colliders.begin`` reads."""
+
+    def __init__(self, x, v, w, r):
+        self.x, self.v, self.x_prev, self.inv_mass, self.radius = x, v, x.copy(), w, r
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("grid", [False, True])
+def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
+    """One detection: the compiled contacts are the reference's groups one after
+    another (particle, shape, touched, material, side), and the swept particles land
+    where the reference puts them, with the same corrections ``dx``."""
+    rng = np.random.default_rng(2)
+    col = C.Colliders()
+    for k in range(40 if grid else 8):
+        c = rng.uniform(-4, 4, 2)
+        kind = k % 4
+        if kind == 0:
+            col.add("circle", center=c, radius=rng.uniform(0.1, 0.5), restitution=0.5)
+        elif kind == 1:
+            col.add("segment", a=c, b=c + rng.uniform(-1, 1, 2),
+                    thickness=rng.choice([0.0, 0.05]), friction=0.7)
+        elif kind == 2:
+            a = np.sort(rng.uniform(0, 2 * np.pi, 5))
+            col.add("polygon", points=c + 0.4 * np.stack([np.cos(a), np.sin(a)], 1))
+        else:
+            col.add("box", min=c, max=c + rng.uniform(0.1, 0.8, 2))
+    n = 700
+    x0 = rng.uniform(-5, 5, (n, 2)).astype(dtype)
+    path = rng.normal(0, 0.05, (n, 2))
+    path[:200] *= 40                                    # fast: through shapes
+    w = np.where(rng.random(n) < 0.05, 0.0, 1.0).astype(dtype)
+    r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.02, 0.1, n)).astype(dtype)
+    assert (n * len(col) > C.BRUTE_PAIRS) == grid
+    config = WorldConfig(bounds=(-4.5, -4.5, 4.5, 4.5), restitution=0.2, friction=0.4,
+                         dtype=np.dtype(dtype).name)
+    out = {}
+    for backend in ("numpy", "numba"):
+        col.backend = backend
+        p = _State((x0 + path).astype(dtype), np.zeros((n, 2), dtype), w, r)
+        out[backend] = (p, col.begin(p, x0, config))
+    (p_ref, ref), (p_got, got) = out["numpy"], out["numba"]
+    assert isinstance(ref, C.Contacts) and isinstance(got, C._FlatContacts)
+    np.testing.assert_array_equal(p_got.x, p_ref.x)
+    np.testing.assert_array_equal(got.dx, ref.dx)
+    assert got.skin == ref.skin and got.touch == ref.touch
+    # The reference's contacts in its order: group after group, each in pair order.
+    kinds, rows = got.shape_args[0], got.shape_args[1]
+    names = {code: name for name, code in C._KIND.items()} | {ck.WALL: "wall"}
+    want = [(int(p), g.shapes.kind, int(s), bool(t), float(e), float(m),
+             0.0 if g.ref is None else float(f))
+            for g in ref.groups
+            for p, s, t, e, m, f in zip(g.pi, g.si, g.touched, g.e, g.mu,
+                                        np.zeros(g.pi.size) if g.ref is None else g.ref,
+                                        strict=True)]
+    have = [(int(p), names[int(kinds[g])], int(rows[g]), bool(t), float(e), float(m),
+             float(f)) for p, g, t, e, m, f in zip(got.cp, got.cg, got.touched, got.e,
+                                                    got.mu, got.ref, strict=True)]
+    # The grid lists a particle's pairs by particle, its fastest ones at the end of
+    # each group (the brute-force rows): the order within one particle is what counts.
+    if grid:
+        want.sort(key=lambda c: (c[1] == "wall", c[1], c[0]))
+        have.sort(key=lambda c: (c[1] == "wall", c[1], c[0]))
+    assert have == want
+    assert sum(c[3] for c in want) >= 5                # some paths were cut
+    assert {c[1] for c in want} == {"circle", "segment", "polygon", "box", "wall"}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_non_finite_state_is_restored_by_the_world(backend):
+    """A NaN position reaches every kernel before the world notices: the kernels must not
+    index out of their arrays (no pairs from a non-finite grid), and the step is undone."""
+    w = _pile()
+    w.colliders.backend = backend
+    w.start(FRAME)
+    for _ in range(20):
+        w.step(FRAME)
+    before = w.particles.x.copy()
+    w.particles.x[5] = np.nan
+    with pytest.raises(SimulationDiverged):
+        w.step(FRAME)
+    np.testing.assert_array_equal(w.particles.x[:5], before[:5])
+
+
+def test_backend_switch():
+    w = _slope()
+    w.start(FRAME)
+    p, col = w.particles, w.colliders
+    assert col.backend == "auto" and col.compiled(p, p.x_prev)
+    col.backend = "numpy"
+    assert not col.compiled(p, p.x_prev)
+    col.backend = "fast"
+    with pytest.raises(ValueError, match="backend"):
+        w.step(FRAME)
+
+
+def test_warm_up_compiles_every_kernel_for_both_float_types():
+    ck.warm_up()
+    for f, arg in ((ck.begin, 0), (ck.pair_list, 0), (ck.project, 0), (ck.finish, 0),
+                   (ck.max_moved2, 0), (ck.any_moving, 2)):
+        assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
