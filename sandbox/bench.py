@@ -978,6 +978,8 @@ def profile(name: str, frames: int = 10, top: int = 25, out=sys.stdout,
     drawer = Drawer() if draw else None
     if drawer:
         drawer.view(*sc.view)
+    for _ in range(sc.settle):                  # as the timed runs: profile the settled scene
+        world.step(H)
     for _ in range(2):
         world.step(H)
         if drawer:
