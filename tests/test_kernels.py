@@ -79,14 +79,16 @@ def test_plan_covers_every_link_once_with_valid_runs():
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("config", [dict(substeps=4, iterations=2),
                                     dict(substeps=1, iterations=5, tear_ratio=1.05)])
-def test_run_kernels_match_the_numpy_reference_bit_for_bit(config):
-    initial = len(_scene("numpy", **config).constraints)
-    ref = _run(_scene("numpy", **config))
+def test_run_kernels_match_the_numpy_reference_bit_for_bit(config, dtype):
+    initial = len(_scene("numpy", dtype, **config).constraints)
+    ref = _run(_scene("numpy", dtype, **config))
     assert len(ref.constraints) < initial                 # the cut (and tears) happened
+    assert ref.particles.x.dtype == dtype
     for backend in ("numba", "parallel"):
-        got = _run(_scene(backend, **config))
+        got = _run(_scene(backend, dtype, **config))
         # Same operations in the same order (swapping a link's ends and any order
         # within a batch change no bit): serial or over the cores, runs or gathers.
         np.testing.assert_array_equal(got.particles.x, ref.particles.x)

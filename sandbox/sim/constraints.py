@@ -238,7 +238,8 @@ class Constraints:
         """One XPBD Gauss-Seidel sweep over the colour batches, in place on ``x (n, 2)``.
 
         ``w (n,)`` inverse masses (0 = pinned or grabbed), ``h`` the (sub)step in s,
-        ``lam (m,)`` the Lagrange multipliers accumulated in this step. Runs the compiled
+        ``lam (m,)`` the Lagrange multipliers accumulated in this step (in ``x``'s float
+        type: a float32 world computes in float32). Runs the compiled
         kernel when available (``backend``), else :meth:`project_numpy`.
         """
         if not len(self):
@@ -247,7 +248,8 @@ class Constraints:
         if args is not None:
             # ``lam`` is private to a step: the kernel keeps it in flat order.
             *arrays, min_parallel = args
-            kernels.project_batches(x, w, *arrays[:7], 1.0 / (h * h), lam, min_parallel)
+            kernels.project_batches(x, w, *arrays[:7], x.dtype.type(1.0 / (h * h)), lam,
+                                    min_parallel)
             return
         self.project_numpy(x, w, h, lam)
 
@@ -270,14 +272,16 @@ class Constraints:
 
     def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
         """The numpy reference of :meth:`project`: one fancy-indexed update per batch."""
-        inv_h2 = 1.0 / (h * h)
+        # In the positions' float type throughout: a float32 world computes in float32.
+        f = x.dtype.type
+        inv_h2 = f(1.0 / (h * h))
         for b in self.batches:
             ci, cj = self.i[b], self.j[b]
             d = x[cj] - x[ci]
             L = np.sqrt(np.einsum("ij,ij->i", d, d))
-            C = L - self.rest[b]
+            C = L - self.rest[b].astype(x.dtype)
             slack = (self.kind[b] == ROPE) & (C < 0)
-            at = self.compliance[b] * inv_h2
+            at = self.compliance[b].astype(x.dtype) * inv_h2
             wi, wj = w[ci], w[cj]
             denom = wi + wj + at
             ok = (denom > 0) & (L > 1e-12) & ~slack

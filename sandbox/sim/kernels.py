@@ -46,7 +46,7 @@ if AVAILABLE:
         wi = w[i]
         wj = w[j]
         denom = wi + wj + at
-        if denom <= 0 or L <= 1e-12:
+        if denom <= 0 or L <= rest.dtype.type(1e-12):
             return
         num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
         s = num / (denom * L)
@@ -78,15 +78,18 @@ if AVAILABLE:
         (a run longer than ``d``) the scalar loop runs, link after link: still exact,
         since a batch's links share no particle.
         """
+        # Constants in the positions' float type: a bare 1.0 would turn a float32
+        # world's arithmetic into float64 (numpy keeps it float32: the reference).
+        eps, one, zero = rest.dtype.type(1e-12), rest.dtype.type(1.0), rest.dtype.type(0.0)
         for t in range(rest.size):
             dx = xj[2 * t] - xi[2 * t]
             dy = xj[2 * t + 1] - xi[2 * t + 1]
             L = math.sqrt(dx * dx + dy * dy)
             C = L - rest[t]
             denom = wi[t] + wj[t]
-            ok = (denom > 0) & (L > 1e-12) & (taut | (C >= 0))
-            s = -C / (denom * L if ok else 1.0)
-            s = s if ok else 0.0
+            ok = (denom > 0) & (L > eps) & (taut | (C >= 0))
+            s = -C / (denom * L if ok else one)
+            s = s if ok else zero
             cx = s * dx
             cy = s * dy
             xi[2 * t] -= wi[t] * cx
@@ -101,6 +104,7 @@ if AVAILABLE:
         ww = w[i0:i0 + 2 * n]
         rs = rest[k0:k0 + n]
         taut = not rope
+        eps, one, zero = rest.dtype.type(1e-12), rest.dtype.type(1.0), rest.dtype.type(0.0)
         for t in range(n):
             xa = q[4 * t]
             ya = q[4 * t + 1]
@@ -113,9 +117,9 @@ if AVAILABLE:
             L = math.sqrt(dx * dx + dy * dy)
             C = L - rs[t]
             denom = wa + wb
-            ok = (denom > 0) & (L > 1e-12) & (taut | (C >= 0))
-            s = -C / (denom * L if ok else 1.0)
-            s = s if ok else 0.0
+            ok = (denom > 0) & (L > eps) & (taut | (C >= 0))
+            s = -C / (denom * L if ok else one)
+            s = s if ok else zero
             cx = s * dx
             cy = s * dy
             q[4 * t] = xa - wa * cx
@@ -213,7 +217,7 @@ if AVAILABLE:
                 cur[kin[k], 0] = kin_x[k, 0]
                 cur[kin[k], 1] = kin_x[k, 1]
             if zero_lam:
-                lam[:] = 0.0
+                lam[:] = 0
             for _ in range(iterations):
                 _sweep(cur, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
                        min_parallel)
@@ -310,7 +314,7 @@ def warm_up(dtypes=("float64", "float32"), contacts: bool = True) -> None:
                          [RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
         project_batches(x, np.ones(4, dtype), np.array([0, 2, 1]), np.array([1, 3, 2]),
                         np.full(3, 0.5, dtype), np.zeros(3, dtype), np.zeros(3, np.int8),
-                        plan, np.array([0, 2, 3]), 3600.0, np.zeros(3), 1)
+                        plan, np.array([0, 2, 3]), dtype(3600.0), np.zeros(3, dtype), 1)
         one = dtype(1.0)
         frozen = np.zeros_like(x)
         frozen.flags.writeable = False      # the world's shared gravity field is read-only
@@ -320,7 +324,7 @@ def warm_up(dtypes=("float64", "float32"), contacts: bool = True) -> None:
             verlet_frame(x, x.copy(), np.zeros_like(x), a, np.ones(4, dtype),
                          np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5, dtype),
                          np.zeros(3, dtype), np.zeros(3, np.int8), plan,
-                         np.array([0, 2, 3]), 3600.0, np.zeros(3), True, 1,
+                         np.array([0, 2, 3]), dtype(3600.0), np.zeros(3, dtype), True, 1,
                          np.ones(2, dtype), np.ones(2, dtype), one, one, np.array([1]),
                          np.zeros((1, 2), dtype), 1)
         add_scaled_difference(np.zeros_like(x), x, x, one)

@@ -305,7 +305,7 @@ class World:
         kin_x = np.array([self.grabbed[k] for k in kin.tolist()], x.dtype).reshape(-1, 2)
         lam = self._multipliers()
         swapped = kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
-                                       1.0 / (hs * hs), lam, self.constraints.compliant,
+                                       f(1.0 / (hs * hs)), lam, self.constraints.compliant,
                                        max(cfg.iterations, 1), r, ca, c1, c2, kin, kin_x,
                                        min_parallel)
         if swapped:
@@ -373,8 +373,9 @@ class World:
         ones (rigid links never read theirs): kept between substeps, not reallocated."""
         m = len(self.constraints)
         lam = self._lam
-        if lam is None or lam.size != m:
-            self._lam = lam = np.zeros(m)
+        dtype = self.particles.x.dtype
+        if lam is None or lam.size != m or lam.dtype != dtype:
+            self._lam = lam = np.zeros(m, dtype)
         elif self.constraints.compliant:
             lam.fill(0.0)
         return lam
