@@ -764,13 +764,15 @@ def _warm_up(screen: pygame.Surface, dtype: str = "float64") -> None:
     """Compile the physics and drawing kernels before the first frame, saying so.
 
     numba keeps them in its disk cache: later starts load them in well under a second;
-    the very first start compiles them (about 30 s on a 2-core machine, most of it the
-    contact pipeline), which would otherwise freeze the first frame without a word.
+    the very first start compiles them (35-50 s on a 2-core machine: the contact stages
+    ~25 s, the constraint and Verlet kernels ~10 s a float type), which would otherwise
+    freeze the first frame without a word.
     """
     screen.fill((18, 20, 26))
     font = pygame.font.Font(None, 26)
     lines = ("Preparing the compiled physics and drawing kernels...",
-             "The first start compiles them (some seconds); later starts load them.")
+             "The very first start compiles them (up to a minute); later starts load "
+             "them in about a second.")
     for k, text in enumerate(lines):
         screen.blit(font.render(text, True, (220, 220, 220)), (24, 24 + 30 * k))
     pygame.display.flip()
