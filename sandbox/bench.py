@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .sim import builders, kernels
+from .sim import builders, kernels, warmup
 from .sim.atomic import atomic_write_text
 from .sim.constraints import ROPE
 from .sim.world import World, WorldConfig
@@ -859,7 +859,7 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
     rounds = opts.rounds or (QUICK_ROUNDS if opts.quick else ROUNDS)
     machine = describe_machine()
     t0 = time.perf_counter()
-    kernels.warm_up()
+    warmup.warm_up()
     warm = time.perf_counter() - t0
     drawer = Drawer() if opts.draw else None
     plan = [(sc, frames_for(sc, opts.quick, opts.frames)) for sc in scenarios]
@@ -973,7 +973,7 @@ def profile(name: str, frames: int = 10, top: int = 25, out=sys.stdout,
     if reason:
         print(f"{name}: {reason}", file=out)
         return 1
-    kernels.warm_up()
+    warmup.warm_up()
     world = build_world(sc)
     drawer = Drawer() if draw else None
     if drawer:

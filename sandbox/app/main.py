@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pygame
 
-from ..sim import contact_kernels, kernels
+from ..sim import warmup
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
@@ -780,8 +780,7 @@ def _warm_up(screen: pygame.Surface, dtype: str = "float64") -> None:
     # The level's float type and float64 (the other levels); contacts in float64 only:
     # every shipped level with contacts is float64, and compiling the contact stages
     # for both types doubles a first start. Anything else compiles when first used.
-    kernels.warm_up(dtypes=sorted({"float64", dtype}), contacts=False)
-    contact_kernels.warm_up(("float64",))
+    warmup.warm_up(dtypes=sorted({"float64", dtype}), contact_dtypes=("float64",))
     WorldRenderer.warm_up()
 
 

@@ -301,11 +301,11 @@ else:  # pragma: no cover
     add_scaled_difference = None
 
 
-def warm_up(dtypes=("float64", "float32"), contacts: bool = True) -> None:
-    """Compile (or load from the disk cache) every kernel on a tiny problem, for worlds
-    of the float types ``dtypes``; ``contacts`` also the contact kernels
-    (``contact_kernels.warm_up``). From the cache this takes well under a second; the
-    first time, tens of seconds (most of it the contact pipeline)."""
+def warm_up(dtypes=("float64", "float32")) -> None:
+    """Compile (or load from the disk cache) every kernel of this module on a tiny
+    problem, for worlds of the float types ``dtypes`` (``warmup.warm_up`` does the
+    contact kernels too). From the cache well under a second; the first time ~10 s a
+    float type on a 2-core machine."""
     if not AVAILABLE:
         return
     for dtype in (np.dtype(d).type for d in dtypes):
@@ -331,6 +331,3 @@ def warm_up(dtypes=("float64", "float32"), contacts: bool = True) -> None:
     x = np.zeros((2, 2))
     x[1, 0] = 1.0
     point_gravity(x, np.ones(2), 1.0, 0.01, np.zeros((2, 2)))
-    if contacts:
-        from . import contact_kernels
-        contact_kernels.warm_up(dtypes)
