@@ -239,3 +239,35 @@ def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
     w.step(1 / 60)                                   # steps on from the restored state
     assert np.isfinite(w.particles.x).all() and w.state_hash() != after_release
     assert calls or not kernels.AVAILABLE
+
+
+@pytest.mark.parametrize("name", ["verlet", "tcv", "tcv_corrected"])
+def test_a_bare_state_gets_new_arrays_from_each_step(name):
+    """Scripts keep ``s.x`` from earlier steps (``xs.append(s.x)``); only a world's
+    particles, which it owns, are stepped in place."""
+    from sandbox.sim.particles import State
+    integ = INTEGRATORS[name]
+    s = State.from_xv(np.zeros((4, 2)), np.ones((4, 2)))
+
+    def accel(x, v):
+        return np.full_like(x, -1.0)
+
+    integ.start(s, 0.1, accel)
+    kept = []
+    for _ in range(5):
+        integ.step(s, 0.1, accel)
+        kept.append(s.x)
+    t = 0.1 * np.arange(1, 6)
+    # x(t) = t - t^2/2 exactly (constant acceleration, second-order start).
+    np.testing.assert_allclose([k[0, 0] for k in kept], t - t * t / 2, rtol=0, atol=1e-12)
+
+
+def test_a_world_steps_its_particles_in_place():
+    w = World(WorldConfig(substeps=1))
+    B.build_rope(w, (0.0, 0.0), (1.0, 0.0), 10)
+    w.step(1 / 60)
+    buffers = {id(w.particles.x), id(w.particles.x_prev)}
+    for _ in range(3):
+        w.step(1 / 60)
+    if kernels.AVAILABLE:
+        assert {id(w.particles.x), id(w.particles.x_prev)} == buffers

@@ -217,22 +217,27 @@ class _PositionVerlet(Integrator):
         c1 = 0.0 if velocity == "later" else 1.0 / h + 1.0 / (h + h_old)
         c2 = h / (h_old * (h + h_old))
         if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
-                and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.flags.c_contiguous
-                and can_overwrite(s.x_prev, s.x) and a.flags.c_contiguous):
+                and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.dtype.kind == "f"
+                and s.x.dtype == s.x_prev.dtype and s.x.shape == s.x_prev.shape
+                and s.x.flags.c_contiguous and a.flags.c_contiguous):
             # Coefficients in the state's float type, as numpy treats Python floats:
             # a float32 world computes in float32 (and vectorises twice as wide).
             f = s.x.dtype.type
             r, ca = (f(c) for c in self._coefficients(h, h_old))
-            # In place: the new positions overwrite x_prev (each element is read
-            # first), v is rewritten; allocating fresh 40,000-row arrays cost more
-            # (page faults) than the arithmetic.
+            # A world's particles are stepped in place: the new positions overwrite
+            # x_prev (each element is read first) and v is rewritten; fresh 40,000-row
+            # arrays cost more (page faults) than the arithmetic. A bare state gets new
+            # arrays, as a step always gave it.
+            reuse = s.reuse_buffers
+            out = s.x_prev if reuse and can_overwrite(s.x_prev, s.x) else s.x_prev.copy()
             if velocity == "none":
-                kernels.verlet_positions(s.x, s.x_prev, a, r, ca)
+                kernels.verlet_positions(s.x, out, a, r, ca)
             else:
-                v = s.v if can_overwrite(s.v, s.x, s.x_prev) else np.empty_like(s.x)
-                kernels.verlet_step(s.x, s.x_prev, a, r, ca, f(c1), f(c2), v)
+                v = (s.v if reuse and can_overwrite(s.v, s.x, s.x_prev)
+                     else np.empty_like(s.x))
+                kernels.verlet_step(s.x, out, a, r, ca, f(c1), f(c2), v)
                 s.v = v
-            s.x_prev, s.x = s.x, s.x_prev
+            s.x_prev, s.x = s.x, out
             s.a, s.a_valid, s.h_prev = a, False, h
             return
         back = s.x - s.x_prev                          # h_old * d0
@@ -250,7 +255,8 @@ class _PositionVerlet(Integrator):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
         with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
         c1 = 1.0 / h + 1.0 / (h + h_old)
-        if (self.backend != "numpy" and kernels.AVAILABLE and can_overwrite(s.v)
+        if (self.backend != "numpy" and kernels.AVAILABLE and s.reuse_buffers
+                and can_overwrite(s.v)
                 and s.x.flags.c_contiguous and s.x_prev.flags.c_contiguous
                 and s.x.dtype == s.v.dtype == s.x_prev.dtype and s.x.shape == s.v.shape):
             kernels.add_scaled_difference(s.v, s.x, s.x_prev, s.v.dtype.type(c1))

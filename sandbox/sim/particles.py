@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,6 +40,10 @@ class State:
     h_prev: float = 0.0
     t: float = 0.0
     a_valid: bool = False   # True while ``a`` is the acceleration at the current ``x``
+    #: May an integrator overwrite ``x_prev`` and ``v`` in place? Not for a bare state:
+    #: a script may keep ``s.x`` from an earlier step (``xs.append(s.x)``), and a step
+    #: has always given new arrays. A world's particles say yes (see Particles).
+    reuse_buffers: ClassVar[bool] = False
 
     @classmethod
     def from_xv(cls, x0, v0, dtype=FLOAT) -> State:
@@ -91,7 +96,14 @@ class State:
 
 @dataclass
 class Particles(State):
-    """A world's particles: a :class:`State` plus ``mass``, ``inv_mass`` and ``radius (n,)``."""
+    """A world's particles: a :class:`State` plus ``mass``, ``inv_mass`` and ``radius (n,)``.
+
+    The world owns these arrays and hands out copies, so its integrator steps them in
+    place (``reuse_buffers``): fresh 40,000-row arrays every substep cost more in page
+    faults than the arithmetic. Hold ``world.particles.x`` across a step only as a copy.
+    """
+
+    reuse_buffers: ClassVar[bool] = True
 
     mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
     inv_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
