@@ -17,7 +17,7 @@ import pytest
 from sandbox.app import raster
 from sandbox.app.camera import Camera
 from sandbox.app.keymap import KEYMAP, help_lines, key_label, lookup
-from sandbox.app.main import App, run_app, scene_from_world
+from sandbox.app.main import App, run_app, scene_from_level, scene_from_world
 from sandbox.levels import level_names
 from sandbox.sim.builders import build_cloth
 from sandbox.sim.integrators import INTEGRATORS
@@ -587,3 +587,14 @@ def test_raster_draws_clipped_gapless_lines_and_ignores_non_finite():
     raster.segments(pix, np.array([[np.nan, 0.0], [1e308, -1e308]]),
                     np.array([[3.0, 3.0], [-1e308, 1e308]]), 1)
     assert pix.sum() == 0
+
+
+@pytest.mark.parametrize("name", level_names())
+def test_every_shipped_level_draws_without_a_drawing_error(name, tmp_path):
+    """Levels without links (the pile, the orbit) once drew "drawing failed": the
+    renderer gave the HUD no strain array. Every level must draw its frames cleanly."""
+    app = App(scene_from_level(name), size=SIZE, out_dir=tmp_path)
+    for _ in range(3):
+        app.frame(H)
+    assert app._draw_error is None
+    assert len(app._strain) == len(app.world.constraints)
