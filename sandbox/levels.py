@@ -293,7 +293,8 @@ class SoftRing(_Spec):
     center: Vec2 = Field(description="centre of the ring, m")
     radius_ring: Positive = Field(1.0, description="ring radius, m")
     segments: Annotated[Int, Field(ge=3, le=1000)] = Field(24, description="particles")
-    pressure: NonNeg = Field(1.0, description="area stiffness: 1 keeps the rest area")
+    pressure: NonNeg = Field(1.0, description="gas pressure at the rest area, N/m (2-D); "
+                                              "about weight / diameter holds the shape")
     mass: Mass = 0.05
     radius: Radius = 0.0
     compliance: Compliance = 0.0
