@@ -1055,6 +1055,22 @@ if AVAILABLE:
         return change
 
     @_jit
+    def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
+                        stuck, used, pairs):  # pragma: no cover - compiled
+        """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
+        active ones, packed in ``pairs``); returns the largest change."""
+        change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
+                              e, mu, stuck, used)
+        (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, scratch,
+         live, count, da, db) = pairs
+        if ai.size:
+            change = max(change, _pair_sweep(
+                v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref,
+                aused, pe, pmu, nodes, scratch[0], scratch[1], scratch[2], scratch[3],
+                scratch[4], scratch[5], live, count, da, db))
+        return change
+
+    @_jit
     def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
                sweeps, cp, cg, e, mu, ref, touched, stuck, kinds, rows, geo, pverts, pnorm,
                pedge, pi, pj, pa, pb, nodes, reach, pe, pmu, ptouched,
@@ -1166,27 +1182,16 @@ if AVAILABLE:
         aused = np.zeros(na)
         bounced = np.zeros(n, np.bool_)
         v_imp = v_pre.copy()
+        pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
+                 afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, scratch, live, count,
+                 da, db)
         for _ in range(max(sweeps, 4) if bounce else 0):
-            change = _shape_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                                  cny, e, mu, stuck, used)
-            if na:
-                change = max(change, _pair_sweep(
-                    v_imp, True, v_th, bounced, ai[:na], aj[:na], aa[:na], ab[:na],
-                    anx[:na], any_[:na], afi[:na], afj[:na], astuck[:na], aref, aused, pe,
-                    pmu, nodes, scratch[0], scratch[1], scratch[2], scratch[3], scratch[4],
-                    scratch[5], live, count, da, db))
-            if change <= tol:
+            if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
+                               cny, e, mu, stuck, used, pairs) <= tol:
                 break
         for _ in range(max(sweeps, 2)):
-            change = _shape_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                                  cny, e, mu, stuck, used)
-            if na:
-                change = max(change, _pair_sweep(
-                    v_pos, False, v_th, bounced, ai[:na], aj[:na], aa[:na], ab[:na],
-                    anx[:na], any_[:na], afi[:na], afj[:na], astuck[:na], aref, aused, pe,
-                    pmu, nodes, scratch[0], scratch[1], scratch[2], scratch[3], scratch[4],
-                    scratch[5], live, count, da, db))
-            if change <= tol:
+            if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
+                               cny, e, mu, stuck, used, pairs) <= tol:
                 break
         for q in range(n):
             if not rows_[q]:
