@@ -214,8 +214,9 @@ class _PositionVerlet(Integrator):
             raise ValueError(f"velocity must be 'now', 'later' or 'none', not {velocity!r}")
         h_old = s.h_prev
         a = accel(s.x, s.v)
-        c1 = 0.0 if velocity == "later" else 1.0 / h + 1.0 / (h + h_old)
-        c2 = h / (h_old * (h + h_old))
+        c1, c2 = self.velocity_coefficients(h, h_old)
+        if velocity == "later":
+            c1 = 0.0
         if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
                 and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.dtype.kind == "f"
                 and s.x.dtype == s.x_prev.dtype and s.x.shape == s.x_prev.shape
@@ -251,10 +252,16 @@ class _PositionVerlet(Integrator):
         s.x = x_new
         s.a, s.a_valid, s.h_prev = a, False, h
 
+    @staticmethod
+    def velocity_coefficients(h, h_old):
+        """``(c1, c2)`` of the three-point velocity ``v = fwd * c1 - back * c2``: the
+        step, ``finish_velocity`` and a world's compiled frame all take them from here."""
+        return 1.0 / h + 1.0 / (h + h_old), h / (h_old * (h + h_old))
+
     def finish_velocity(self, s, h, h_old):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
         with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
-        c1 = 1.0 / h + 1.0 / (h + h_old)
+        c1 = self.velocity_coefficients(h, h_old)[0]
         if (self.backend != "numpy" and kernels.AVAILABLE and s.reuse_buffers
                 and can_overwrite(s.v)
                 and s.x.flags.c_contiguous and s.x_prev.flags.c_contiguous
@@ -266,7 +273,7 @@ class _PositionVerlet(Integrator):
     def fold(self, s, dx, h, h_old):
         # x_prev is untouched by corrections, so the implied velocity already carries
         # dx; only the estimate above must follow: d1 changes by dx/h.
-        s.v += dx * ((2.0 * h + h_old) / (h * (h + h_old)))
+        s.v += dx * self.velocity_coefficients(h, h_old)[0]
 
     def _advance(self, x, back, a, h, h_old):
         """``x+ = x + back * r + a * ca`` from the last displacement ``back = x - x_prev``."""

@@ -192,7 +192,7 @@ class World:
         """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned/grabbed rows."""
         p, cfg = self.particles, self.config
         uniform = self._uniform_accel(x)
-        if not (cfg.drag or cfg.G or len(self.springs) or self.pressure):
+        if self._gravity_only:
             return uniform          # read-only: nobody may scribble on the shared field
         a = np.zeros_like(x)
         if cfg.drag:
@@ -207,6 +207,18 @@ class World:
         a *= (p.inv_mass > 0)[:, None]
         a += uniform
         return a
+
+    @property
+    def _gravity_only(self) -> bool:
+        """True when the acceleration is the uniform gravity field alone."""
+        cfg = self.config
+        return not (cfg.drag or cfg.G or len(self.springs) or self.pressure)
+
+    @property
+    def _has_contacts(self) -> bool:
+        """True when particles may touch walls, shapes or each other."""
+        cfg = self.config
+        return bool(cfg.bounds is not None or cfg.collide_particles or len(self.colliders))
 
     def _uniform_accel(self, x: np.ndarray) -> np.ndarray:
         """Gravity on the movable rows, zero on pinned ones, cached while neither changes.
@@ -280,9 +292,7 @@ class World:
         p, cfg, integ = self.particles, self.config, self.integrator
         if not (self.compile_frames and kernels.AVAILABLE and integ.defers_velocity
                 and integ.backend != "numpy" and len(self.constraints)
-                and cfg.bounds is None and not cfg.collide_particles
-                and not len(self.colliders) and not (cfg.drag or cfg.G)
-                and not len(self.springs) and not self.pressure):
+                and not self._has_contacts and self._gravity_only):
             return False
         x = p.x
         args = self.constraints.kernel_args(x, p.inv_mass)
@@ -299,8 +309,7 @@ class World:
         coef = [integ._coefficients(hs, ho) for ho in olds]
         r = np.array([f(c[0]) for c in coef], x.dtype)
         ca = np.array([f(c[1]) for c in coef], x.dtype)
-        c1 = f(1.0 / hs + 1.0 / (hs + olds[-1]))      # as finish_velocity computes them
-        c2 = f(hs / (olds[-1] * (hs + olds[-1])))     # as step(velocity="later")
+        c1, c2 = (f(c) for c in integ.velocity_coefficients(hs, olds[-1]))
         kin = np.fromiter(self.grabbed, np.int64, len(self.grabbed))
         kin_x = np.array([self.grabbed[k] for k in kin.tolist()], x.dtype).reshape(-1, 2)
         lam = self._multipliers()
@@ -320,8 +329,7 @@ class World:
     def _substep(self, hs: float, last: bool = True) -> None:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
-        has_contacts = bool(cfg.bounds is not None or cfg.collide_particles or
-                            len(self.colliders))
+        has_contacts = self._has_contacts
         corrected = bool(len(self.constraints) or has_contacts)
         # Position-based integrators fold corrections by finishing their velocity
         # estimate afterwards instead of through a copy and a difference of positions,
