@@ -2,13 +2,125 @@
 
 Only the subcommand that needs pygame imports it, and only the ones that draw figures
 import matplotlib, so ``python main.py --help`` and the headless commands start fast.
+The lists in ``play --help``, ``simulate --help`` and ``experiment --help`` (levels,
+integrators, timestep modes, experiments) come from the registries, which are imported
+only when such a help is printed or an ``--integrator`` / ``--timestep`` is checked.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+DEFAULT_LEVEL = "playground"          # as sandbox.app.main, which imports pygame
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose ``epilog`` may be a function, called when help is shown."""
+
+    def format_help(self) -> str:
+        if callable(self.epilog):
+            self.epilog = self.epilog()
+        return super().format_help()
+
+
+class _Names:
+    """Valid values for ``choices=``, loaded from a registry on first use (argparse only
+    iterates them for an error message, and only tests membership for a given value)."""
+
+    def __init__(self, load: Callable[[], Iterable[str]]) -> None:
+        self._load = load
+        self._names: list[str] | None = None
+
+    def _get(self) -> list[str]:
+        if self._names is None:
+            self._names = list(self._load())
+        return self._names
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._get()
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+
+def _integrator_names() -> list[str]:
+    from sandbox.sim.integrators import INTEGRATORS
+    return list(INTEGRATORS)
+
+
+def _timestep_names() -> list[str]:
+    from sandbox.sim.timestep import TIMESTEPS
+    return list(TIMESTEPS)
+
+
+def _first_line(doc: str | None) -> str:
+    """A docstring's summary line as plain text (no ``code`` or :role:`x` markup)."""
+    lines = (doc or "").strip().splitlines()
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", lines[0] if lines else "")
+    return text.replace("``", "").strip()
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def _levels_help() -> list[str]:
+    import tomllib
+
+    from sandbox.levels import LEVELS_DIR, level_names
+    rows = []
+    for name in level_names():
+        try:
+            with open(LEVELS_DIR / f"{name}.toml", "rb") as f:
+                about = str(tomllib.load(f).get("description", ""))
+        except (OSError, tomllib.TOMLDecodeError):
+            about = "(cannot be read: python main.py check " + name + ")"
+        rows.append([name, about])
+    return [f"levels (LEVEL: a name below or a .toml file; default {DEFAULT_LEVEL}):",
+            *_table(rows)]
+
+
+def _integrators_help() -> list[str]:
+    from sandbox.sim.integrators import INTEGRATORS
+    rows = [["name", "label", "order", "order, varying h", "symplectic"]]
+    for name, i in INTEGRATORS.items():
+        rows.append([name, i.label, str(i.order),
+                     str(i.order_variable) if i.order_variable else "none (no convergence)",
+                     "yes" if i.symplectic else "no"])
+    return ["integrators (--integrator NAME; default: the level's):", *_table(rows)]
+
+
+def _timesteps_help() -> list[str]:
+    from sandbox.sim.timestep import TIMESTEPS
+    rows = [[name, cls.label, _first_line(cls.__doc__)] for name, cls in TIMESTEPS.items()]
+    return ["timestep modes (--timestep MODE; default: the level's):", *_table(rows)]
+
+
+def _play_epilog() -> str:
+    return "\n".join([*_levels_help(), "", *_integrators_help(), "", *_timesteps_help(),
+                      "", "In the window, H or F1 lists every key."])
+
+
+def _simulate_epilog() -> str:
+    return "\n".join([*_levels_help(), "", *_integrators_help(), "", *_timesteps_help()])
+
+
+def _experiment_epilog() -> str:
+    from sandbox.lab.experiments import EXPERIMENTS
+    rows = [[name, _first_line(fn.__doc__)] for name, fn in EXPERIMENTS.items()]
+    rows.append(["all", "every experiment, then report.md and report.html judging each "
+                        "claim of the articles"])
+    return "\n".join(["experiments (NAME):", *_table(rows), "",
+                      "What each experiment checks in the source articles: docs/articles.md."])
 
 
 def cmd_play(args) -> int:
@@ -58,15 +170,23 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="main.py", description=(
+    p = _Parser(prog="main.py", description=(
         "Verlet Sandbox: an interactive 2D particle sandbox that shows why integrators "
-        "differ. Without a command, opens the sandbox window."))
+        "differ. Without a command, opens the sandbox window."),
+        epilog=("'python main.py play --help' lists the levels, integrators and timestep "
+                "modes; 'python main.py experiment --help' the experiments."))
     sub = p.add_subparsers(dest="command")
+    raw = argparse.RawDescriptionHelpFormatter
+    integrators, timesteps = _Names(_integrator_names), _Names(_timestep_names)
 
-    play = sub.add_parser("play", help="open the sandbox window on a level (default command)")
-    play.add_argument("level", nargs="?", default=None, help="level file or name")
-    play.add_argument("--integrator", default=None, help="start with this integrator")
-    play.add_argument("--timestep", default=None, help="start with this timestep mode")
+    play = sub.add_parser("play", help="open the sandbox window on a level (default command)",
+                          formatter_class=raw, epilog=_play_epilog)
+    play.add_argument("level", nargs="?", default=None,
+                      help=f"level file or name (default: {DEFAULT_LEVEL}; names below)")
+    play.add_argument("--integrator", default=None, choices=integrators, metavar="NAME",
+                      help="start with this integrator (names below)")
+    play.add_argument("--timestep", default=None, choices=timesteps, metavar="MODE",
+                      help="start with this timestep mode (modes below)")
     play.add_argument("--frames", type=int, default=0,
                       help="quit after this many frames (0: run until closed)")
     play.set_defaults(func=cmd_play)
@@ -74,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="headless demo: every integrator on article 000's orbit")
     demo.set_defaults(func=cmd_demo)
 
-    ex = sub.add_parser("experiment", help="reproduce an experiment: numbers, CSV and figure")
-    ex.add_argument("name", help="experiment name, or 'all'")
+    ex = sub.add_parser("experiment", help="reproduce an experiment: numbers, CSV and figure",
+                        formatter_class=raw, epilog=_experiment_epilog)
+    ex.add_argument("name", help="experiment name (below), or 'all'")
     ex.add_argument("--out", default="out", help="output folder (default: out)")
     ex.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     ex.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
@@ -87,13 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="level files or names (default: every shipped level)")
     check.set_defaults(func=cmd_check)
 
-    sim = sub.add_parser("simulate", help="run a level headless and save t, x, v, energy (.npz)")
-    sim.add_argument("level", help="level file or name")
+    sim = sub.add_parser("simulate", help="run a level headless and save t, x, v, energy (.npz)",
+                         formatter_class=raw, epilog=_simulate_epilog)
+    sim.add_argument("level", help="level file or name (names below)")
     sim.add_argument("--steps", type=int, required=True, metavar="N",
                      help="number of frames to simulate (each may plan several steps)")
-    sim.add_argument("--integrator", default=None, help="override the level's integrator")
-    sim.add_argument("--timestep", default=None, metavar="MODE",
-                     help="override the level's timestep mode")
+    sim.add_argument("--integrator", default=None, choices=integrators, metavar="NAME",
+                     help="override the level's integrator (names below)")
+    sim.add_argument("--timestep", default=None, choices=timesteps, metavar="MODE",
+                     help="override the level's timestep mode (modes below)")
     sim.add_argument("--dt", type=float, default=None, metavar="H",
                      help="frame time fed to the timestep policy, s (default: the level's h)")
     sim.add_argument("--seed", type=int, default=None, help="override the level's seed")
