@@ -42,11 +42,18 @@ import math
 
 import numpy as np
 
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit
-    AVAILABLE = True
-except ImportError:  # pragma: no cover
-    AVAILABLE = False
+from . import backend
+from .backend import INSTALLED, njit
+
+
+def __getattr__(name):
+    # ``AVAILABLE``: the compiled kernels may run now (``backend.usable``): False while
+    # the app's background warm-up compiles them, and without numba.
+    if name == "AVAILABLE":
+        return backend.usable()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 
 #: Shape kinds in the compiled contact list (the order of ``colliders.SHAPE_TYPES``, then
 #: the bounds walls).
@@ -59,7 +66,7 @@ INF = math.inf
 #: 1/c for the contact counts c of the Jacobi averaging (entry 0 unused).
 _RECIP = 1.0 / np.maximum(np.arange(64.0), 1.0)
 
-if AVAILABLE:
+if INSTALLED:
     _jit = njit(cache=True, fastmath=False, error_model="numpy")
 
     # ------------------------------------------------------------------ scalar helpers

@@ -1,27 +1,61 @@
-"""Compile (or load from numba's disk cache) every kernel before the first frame needs it.
+"""Compile (or load from numba's disk cache) every kernel, in the foreground or behind the
+first frames.
+
+``warm_up()`` does it now, in this thread (the bench, scripts). The app calls
+``start_background()`` instead and draws its first frame at once::
+
+    handle = warmup.start_background(dtypes=("float64", "float32"))
+    ...every frame: hud_text = handle.status()
+
+Until the kernels are ready every world runs the numpy references (the same numbers as
+the kernels, bit for bit: the tests compare them), then all of them switch to the
+compiled kernels between two calls (``backend.set_ready``). How:
+
+1. If the kernels are not known to be in the cache (a first start, or the kernel
+   sources changed), a child process (``python -m sandbox.sim.warmup``, at a lower
+   priority) compiles them and fills the disk cache: 35-50 s on a 2-core machine, on
+   the other core, with this process's interpreter lock untouched.
+2. A thread of this process then loads them from the cache (about a second, during
+   which frames run slower but do not stop) and switches every world over.
 
 The kernel modules warm themselves on bare arrays (``kernels.warm_up``); the contact
 pipeline is warmed by running tiny worlds through it, which is why this sits above
-:mod:`world` instead of inside :mod:`contact_kernels`. From the cache everything loads
-in about a second; the very first time it compiles: ~10 s a float type for the
-constraint and Verlet kernels and ~25 s a float type for the contact stages, on a
-2-core machine.
+:mod:`world` instead of inside :mod:`contact_kernels`.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import numpy as np
 
-from . import contact_kernels, kernels
+from . import backend, kernels
 from .world import World, WorldConfig
 
+ROOT = Path(__file__).resolve().parents[2]       # the folder holding the sandbox package
 
-def warm_up(dtypes=("float64", "float32"), contact_dtypes=None) -> None:
+
+def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=()) -> None:
     """Every kernel for worlds of the float types ``dtypes``; the contact stages for
-    ``contact_dtypes`` (default: ``dtypes``; ``()`` skips them)."""
-    kernels.warm_up(dtypes)
-    if contact_kernels.AVAILABLE:
+    ``contact_dtypes`` (default: ``dtypes``; ``()`` skips them); then each
+    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's)."""
+    if not backend.INSTALLED:
+        return
+    with backend.loading():
+        kernels.warm_up(dtypes)
         _contacts(dtypes if contact_dtypes is None else contact_dtypes)
+    for spec in extra:
+        mod, _, fn = spec.partition(":")
+        getattr(importlib.import_module(mod), fn)()
 
 
 def _contacts(dtypes) -> None:
@@ -48,3 +82,184 @@ def _contacts(dtypes) -> None:
                     w.add_shape("circle", center=(-1.9 + 0.06 * c, -1.8), radius=0.02)
             for _ in range(3):
                 w.step(1 / 60)
+
+
+# --------------------------------------------------------------------------- background
+
+def _cache_dir() -> Path:
+    """Where numba keeps this package's kernels (``NUMBA_CACHE_DIR`` or ``__pycache__``)."""
+    try:
+        from numba.core import config
+        if config.CACHE_DIR:
+            return Path(config.CACHE_DIR)
+    except ImportError:                          # pragma: no cover
+        pass
+    return Path(__file__).resolve().parent / "__pycache__"
+
+
+def _fingerprint(dtypes, contact_dtypes, extra) -> str:
+    """What a filled cache was filled for: the kernel sources, the versions, the types."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for name in ("kernels.py", "contact_kernels.py", "colliders.py", "world.py",
+                 "warmup.py"):
+        try:
+            h.update((here / name).read_bytes())
+        except OSError:
+            h.update(name.encode())
+    for spec in extra:
+        mod = importlib.util.find_spec(spec.partition(":")[0])
+        if mod is not None and mod.origin:
+            h.update(Path(mod.origin).read_bytes())
+    try:
+        import numba
+        h.update(numba.__version__.encode())
+    except ImportError:                          # pragma: no cover
+        pass
+    h.update(f"{sys.version}|{sorted(dtypes)}|{sorted(contact_dtypes)}|{list(extra)}".encode())
+    return h.hexdigest()[:20]
+
+
+def _marker(fingerprint: str) -> Path:
+    return _cache_dir() / f"sandbox-warm-{fingerprint}"
+
+
+class Warmup:
+    """A running (or finished) background warm-up; see :func:`start_background`.
+
+    ``ready``: the compiled kernels are in use. ``status()``: one short line for the
+    HUD. ``phase``: "compiling" (child process filling the cache), "loading" (this
+    process loading it), "ready", "numpy" (numba missing or the warm-up failed: the
+    numpy references stay). ``error``: why it failed, if it did. ``seconds``: from the
+    start to ready (None before). ``wait(timeout)``: block until done.
+    """
+
+    def __init__(self, dtypes, contact_dtypes, extra, use_process: bool) -> None:
+        self.dtypes = tuple(dtypes)
+        self.contact_dtypes = tuple(contact_dtypes)
+        self.extra = tuple(extra)
+        self.use_process = use_process
+        self.phase = "loading"
+        self.error: str | None = None
+        self.seconds: float | None = None
+        self._t0 = time.monotonic()
+        self._proc: subprocess.Popen | None = None
+        self._done = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="kernel-warm-up", daemon=True)
+
+    @property
+    def ready(self) -> bool:
+        return self.phase == "ready"
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def status(self) -> str:
+        if self.phase == "compiling":
+            return f"compiling kernels (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
+        if self.phase == "loading":
+            return "loading kernels (numpy meanwhile)"
+        if self.phase == "ready":
+            return "compiled kernels ready"
+        if self.error:
+            return "numpy kernels (compiling failed)"
+        return "numpy kernels (numba not installed)"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the warm-up has finished; True if the compiled kernels are in use."""
+        self._done.wait(timeout)
+        return self.ready
+
+    def close(self) -> None:
+        """Stop the child process if it is still compiling (the app is closing)."""
+        self._closed = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:        # pragma: no cover
+                proc.kill()
+
+    def _run(self) -> None:
+        try:
+            fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
+            if self.use_process and not _marker(fp).exists():
+                self.phase = "compiling"
+                self._compile_in_child()
+                if self._closed:
+                    raise RuntimeError("closed")
+            self.phase = "loading"
+            warm_up(self.dtypes, self.contact_dtypes, self.extra)
+            backend.set_ready(True)
+            self.seconds = time.monotonic() - self._t0
+            self.phase = "ready"
+            try:
+                _marker(fp).parent.mkdir(parents=True, exist_ok=True)
+                _marker(fp).touch()
+            except OSError:                          # pragma: no cover - read-only cache
+                pass
+        except Exception as e:                        # the numpy path stays: still correct
+            self.error = f"{type(e).__name__}: {e}"
+            self.phase = "numpy"
+        finally:
+            self._done.set()
+
+    def _compile_in_child(self) -> None:
+        cmd = [sys.executable, "-m", "sandbox.sim.warmup", "--dtypes", ",".join(self.dtypes),
+               "--contact-dtypes", ",".join(self.contact_dtypes) or "none"]
+        for spec in self.extra:
+            cmd += ["--extra", spec]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH"))
+                                            if p)
+        self._proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, err = self._proc.communicate()
+        if self._proc.returncode != 0 and not self._closed:
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"warm-up process exited {self._proc.returncode}: {tail[0]}")
+
+
+def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",), extra=(),
+                     use_process: bool = True) -> Warmup:
+    """Make the compiled kernels ready behind the first frames; returns at once.
+
+    Every world runs the numpy references until ``handle.ready``, then the compiled
+    kernels (the switch is process-wide). ``dtypes``: float types of the constraint and
+    Verlet kernels; ``contact_dtypes``: of the contact stages (the levels with contacts
+    run float64); ``extra``: ``"module:function"`` warm-ups of other kernels to compile
+    in the same child and load in the same thread (e.g. ``"sandbox.app.raster:warm_up"``).
+    A kernel type not listed still works: its first call compiles it then.
+    """
+    handle = Warmup(dtypes, contact_dtypes, extra, use_process)
+    if not backend.INSTALLED:
+        handle.phase = "numpy"
+        handle._done.set()
+        return handle
+    backend.set_ready(False)
+    handle._thread.start()
+    return handle
+
+
+def _main(argv=None) -> int:
+    """The child process of :func:`start_background`: fill the disk cache, then exit."""
+    ap = argparse.ArgumentParser(prog="python -m sandbox.sim.warmup",
+                                 description="compile the physics kernels into numba's cache")
+    ap.add_argument("--dtypes", default="float64,float32")
+    ap.add_argument("--contact-dtypes", default="float64")
+    ap.add_argument("--extra", action="append", default=[])
+    args = ap.parse_args(argv)
+    try:
+        os.nice(5)                  # the window's process comes first
+    except (AttributeError, OSError):            # pragma: no cover
+        pass
+    cd = () if args.contact_dtypes == "none" else tuple(args.contact_dtypes.split(","))
+    warm_up(tuple(args.dtypes.split(",")), cd, tuple(args.extra))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -1,0 +1,156 @@
+"""The background warm-up and the switch from the numpy references to the compiled kernels,
+and the thread policy of the compiled sweep. Correctness only: times live in the bench."""
+
+import numpy as np
+import pytest
+
+from sandbox.sim import backend, contact_kernels, cores, kernels, warmup
+from sandbox.sim import builders as B
+from sandbox.sim.world import World, WorldConfig
+
+needs_numba = pytest.mark.skipif(not backend.INSTALLED, reason="numba is not installed")
+
+
+@pytest.fixture
+def restore_backend():
+    yield
+    backend.set_ready(True)
+    cores.set_mode("auto")
+
+
+def _cloth(dtype="float64", **config) -> World:
+    w = World(WorldConfig(dtype=dtype, substeps=4, iterations=1, **config))
+    B.build_cloth(w, 40, 30, 0.05, origin=(-1.0, 1.0), pins="top_points", shear=True)
+    B.build_rope(w, (2.0, 2.0), (4.0, 2.0), 40, kind="rope")
+    B.build_bridge(w, (-3.0, -1.0), (3.0, -1.0), 30, compliance=1e-5)
+    w.start(1 / 60)
+    return w
+
+
+def _pile() -> World:
+    w = World(WorldConfig(substeps=3, iterations=1, bounds=(-2.0, -1.0, 2.0, 4.0),
+                          collide_particles=True, friction=0.3, restitution=0.2))
+    k = np.arange(120)
+    w.add_particles(np.stack([-1.0 + 0.11 * (k % 20), 0.5 + 0.11 * (k // 20)], 1),
+                    radius=0.05)
+    w.add_shape("circle", center=(0.0, 0.0), radius=0.3)
+    w.start(1 / 60)
+    return w
+
+
+def _same(a: World, b: World) -> bool:
+    return all(np.array_equal(getattr(a.particles, k), getattr(b.particles, k))
+               for k in ("x", "x_prev", "v"))
+
+
+@needs_numba
+def test_the_gate_switches_every_module_at_once(restore_backend):
+    backend.set_ready(False)
+    assert not kernels.AVAILABLE and not contact_kernels.AVAILABLE
+    with backend.loading():                   # the loading thread may use them
+        assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+    assert not kernels.AVAILABLE
+    backend.set_ready(True)
+    assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+
+
+@needs_numba
+@pytest.mark.parametrize("make", [_cloth, lambda: _cloth("float32"), _pile])
+def test_worlds_give_the_same_bits_before_and_after_the_switch(make, restore_backend,
+                                                               monkeypatch):
+    """A world that runs numpy for its first frames and the kernels after (as in the
+    app while the kernels compile) equals one that ran either all along."""
+    calls = []
+    real = kernels.verlet_frame
+    monkeypatch.setattr(kernels, "verlet_frame", lambda *a: calls.append(1) or real(*a))
+    runs = []
+    for switch_at in (0, 12, None):            # compiled from the start, switched, numpy
+        backend.set_ready(switch_at == 0)
+        w = make()
+        for f in range(30):
+            if f == switch_at:
+                backend.set_ready(True)
+            w.step(1 / 60)
+        runs.append(w)
+    backend.set_ready(True)
+    compiled, switched, numpy_only = runs
+    assert _same(compiled, switched)
+    assert _same(compiled, numpy_only)
+    assert calls or make is _pile             # the compiled frame ran for the cloths
+
+
+@needs_numba
+def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
+    assert h.status()                               # a line for the HUD at any time
+    assert h.wait(600), h.error
+    assert h.ready and h.done and h.seconds is not None
+    assert h.status() == "compiled kernels ready"
+    assert kernels.AVAILABLE
+
+
+@needs_numba
+def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkeypatch):
+    """The child fills numba's cache (here: the project's, already warm); a failing
+    child leaves the numpy references running and says so."""
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=())
+    assert h.wait(600), h.error
+    assert (tmp_path / f"warm-{warmup._fingerprint(('float64',), (), ())}").exists()
+    bad = warmup.start_background(dtypes=("float64",), contact_dtypes=(),
+                                  extra=("no_such_module_here:warm_up",))
+    assert not bad.wait(600)
+    assert bad.phase == "numpy" and bad.error
+    assert bad.status() == "numpy kernels (compiling failed)"
+    assert not kernels.AVAILABLE                # still the references: still correct
+
+
+def test_policy_one_thread_when_other_processes_hold_the_cores():
+    class Meter:
+        value = 0.0
+
+        def others(self):
+            return self.value
+
+    meter = Meter()
+    p = cores.CorePolicy(mode="auto", meter=meter)
+    p.cores = 2
+    key = ("frame", 1)
+    assert not p.parallel(key, 500)                  # too small to spread
+    assert not p.parallel(key, 50_000)               # one thread is timed first
+    p.record(key, False, 0.010)
+    assert p.parallel(key, 50_000)                   # then two
+    p.record(key, True, 0.006)
+    assert p.parallel(key, 50_000)                   # faster: kept
+    meter.value = 1.0                                # a busy process appears
+    assert not p.parallel(key, 50_000)
+    meter.value = None                               # cannot tell: one thread
+    assert not p.parallel(key, 50_000)
+    meter.value = 0.0
+    p.record(key, True, 0.5)                         # a collapsed two-thread frame
+    assert not p.parallel(key, 50_000)               # held on one thread
+    q = cores.CorePolicy(mode="auto", meter=meter)
+    q.cores = 2
+    q.record(key, False, 0.010)
+    q.record(key, True, 0.0099)                      # not 10 % faster: one thread
+    assert [q.parallel(key, 50_000) for _ in range(cores.PROBE_EVERY + 1)].count(True) == 1
+    q.set_mode("serial")
+    assert not q.parallel(key, 50_000)
+    q.set_mode("parallel")
+    assert q.parallel(key, 10)
+    with pytest.raises(ValueError):
+        q.set_mode("many")
+
+
+def test_load_meter_reads_other_processes_time(tmp_path):
+    stat = tmp_path / "stat"
+    m = cores.LoadMeter(str(stat))
+    assert m.others() is None                        # unreadable: unknown
+    stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")
+    m = cores.LoadMeter(str(stat))
+    assert m.others() is None                        # one sample: no interval yet
+    m._last = (m._last[0] - 1.0, m._last[1] - 2.0, m._last[2])   # 2 cores busy for 1 s
+    stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")
+    m._others = None
+    got = m.others()
+    assert got is not None and got == pytest.approx(2.0, abs=0.3)
