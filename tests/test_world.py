@@ -158,17 +158,22 @@ def test_cut_removes_exactly_the_crossed_sticks():
 
 
 def test_grabbed_particle_follows_and_keeps_the_mouse_velocity():
+    """A hand moving steadily at 1 m/s is followed without lag once the spring has
+    settled (it is damped relative to the hand; e^(-zeta w t) < 1e-6 after 2 s), and the
+    held particle keeps the hand's velocity when released (the slack rope's far end
+    swings on as it likes)."""
     w = World(WorldConfig(gravity=(0, 0), iterations=2))
     B.build_rope(w, (0, 0), (1, 0), segments=1, pin="none", kind="rope")
     w.grab(1)
-    for k in range(10):
-        w.drag_to([1.0 + 0.1 * (k + 1), 0.0])
-        w.step(0.1)
-        assert np.allclose(w.particles.x[1], [1.0 + 0.1 * (k + 1), 0.0])
-    assert w.particles.inv_mass[1] == 0
+    h = 1 / 60
+    for k in range(180):
+        w.drag_to([1.0 + h * (k + 1), 0.0])
+        w.step(h)
+    assert w.particles.x[1] == pytest.approx([1.0 + 180 * h, 0.0], abs=1e-6)
+    assert w.particles.inv_mass[1] > 0                # held by a spring, not pinned
     w.release()
-    assert w.particles.inv_mass[1] > 0
-    assert np.allclose(w.particles.v[1], [1.0, 0.0], atol=1e-9)
+    assert w.mouse is None
+    assert w.particles.v[1] == pytest.approx([1.0, 0.0], abs=1e-6)
 
 
 # --- forces and energy --------------------------------------------------------------

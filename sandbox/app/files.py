@@ -16,8 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pygame
-
 
 def default_out_dir() -> Path:
     """``$VERLET_SANDBOX_OUT`` if set, else ``out/`` in the working directory."""
@@ -37,8 +35,10 @@ def unique_path(folder: Path, stem: str, suffix: str) -> Path:
     return path
 
 
-def save_png(surface: pygame.Surface, folder: Path, stem: str = "screenshot") -> Path:
+def save_png(surface, folder: Path, stem: str = "screenshot") -> Path:
     """Save ``surface`` as a new PNG in ``folder``; returns its path."""
+    import pygame
+
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".png", dir=folder)
     os.close(fd)

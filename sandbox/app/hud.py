@@ -11,6 +11,7 @@ from the total at that moment, and the vertical scale follows the new segment on
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pygame
@@ -31,10 +32,16 @@ GHOST_COLOUR = (80, 220, 255)
 MARKER = (255, 90, 200)
 
 _MONO = "dejavusansmono,notosansmono,liberationmono,menlo,consolas,couriernew,monospace"
+#: The shipped font (``assets/fonts``, with its licence): the HUD looks and lines up the
+#: same on every machine instead of taking whatever system font is there.
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+FONT_FILES = {False: ASSETS / "fonts" / "DejaVuSansMono.ttf",
+              True: ASSETS / "fonts" / "DejaVuSansMono-Bold.ttf"}
 
 
 class Fonts:
-    """The three fonts of the window (a monospaced system font when there is one)."""
+    """The three fonts of the window: the shipped DejaVu Sans Mono (a monospaced system
+    font if the file is missing)."""
 
     def __init__(self) -> None:
         if not pygame.font.get_init():
@@ -46,6 +53,10 @@ class Fonts:
 
 
 def _font(size: int, bold: bool = False) -> pygame.font.Font:
+    try:
+        return pygame.font.Font(str(FONT_FILES[bold]), size)
+    except (OSError, FileNotFoundError, pygame.error):   # pragma: no cover - no assets
+        pass
     try:
         return pygame.font.SysFont(_MONO, size, bold=bold)
     except Exception:                  # pragma: no cover - no fontconfig: pygame's default
@@ -78,11 +89,20 @@ def _text_colour(line) -> tuple[str, tuple]:
 
 
 def columns_block(surface: pygame.Surface, font: pygame.font.Font, columns, topleft,
-                  pad: int = 8, gap: int = 28) -> pygame.Rect:
-    """Several columns of lines (see :func:`text_block`) side by side on one panel."""
+                  pad: int = 8, gap: int = 28, min_widths: list[int] | None = None
+                  ) -> pygame.Rect:
+    """Several columns of lines (see :func:`text_block`) side by side on one panel.
+
+    ``min_widths`` (px per column, updated in place to the widest seen) keeps the
+    columns from jumping sideways when a name or a number changes length."""
     cols = [[font.render(t, True, c) for t, c in map(_text_colour, col)] for col in columns]
     step = font.get_linesize()
     widths = [max((r.get_width() for r in col), default=0) for col in cols]
+    if min_widths is not None:
+        if len(min_widths) != len(widths):
+            min_widths[:] = [0] * len(widths)
+        widths = [max(w, m) for w, m in zip(widths, min_widths, strict=True)]
+        min_widths[:] = widths
     rect = pygame.Rect(topleft[0], topleft[1], sum(widths) + gap * (len(cols) - 1) + 2 * pad,
                        step * max(len(c) for c in cols) + 2 * pad)
     panel(surface, rect)
@@ -254,6 +274,23 @@ def _polyline(surface, colour, xs, ys, clip_rect) -> None:
     pygame.draw.lines(surface, colour, False, pts, 1)
 
 
+def wrap(font: pygame.font.Font, text: str, width: int) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``width`` px (a word longer
+    than that gets a line of its own)."""
+    lines: list[str] = []
+    for para in text.splitlines() or [""]:
+        line = ""
+        for word in para.split():
+            trial = f"{line} {word}" if line else word
+            if line and font.size(trial)[0] > width:
+                lines.append(line)
+                line = word
+            else:
+                line = trial
+        lines.append(line)
+    return lines
+
+
 class Overlay:
     """Help overlay (cached: built once from the keymap), banner and messages."""
 
@@ -294,9 +331,26 @@ class Overlay:
             self._help = surf
         return self._help
 
-    def draw_help(self, surface: pygame.Surface) -> None:
-        """The help, centred; scaled down to fit a small window."""
+    def draw_help(self, surface: pygame.Surface, title: str = "",
+                  description: str = "") -> None:
+        """The help, centred, under the level's name and description (wrapped to the
+        help's width); scaled down to fit a small window."""
         s = self.help_surface()
+        if description:
+            f = self.fonts.text
+            lines = wrap(f, description, s.get_width() - 40)
+            step = f.get_linesize()
+            head = pygame.Surface((s.get_width(), 18 + step * (len(lines) + 1)),
+                                  pygame.SRCALPHA)
+            head.fill((8, 10, 14, 242))
+            head.blit(f.render(title, True, KEY), (20, 10))
+            for k, line in enumerate(lines):
+                head.blit(f.render(line, True, TEXT), (20, 10 + step * (k + 1)))
+            both = pygame.Surface((s.get_width(), head.get_height() + s.get_height()),
+                                  pygame.SRCALPHA)
+            both.blit(head, (0, 0))
+            both.blit(s, (0, head.get_height()))
+            s = both
         fit = min((surface.get_width() - 16) / s.get_width(),
                   (surface.get_height() - 16) / s.get_height(), 1.0)
         if fit < 1.0:

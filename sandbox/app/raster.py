@@ -265,6 +265,8 @@ def strain_colours(x, i, j, rest, kind, strain, edges, table, neutral: int,
     if _use_kernels(backend):
         have = strain is not None
         s = (np.ascontiguousarray(strain, np.float64) if have else np.empty(m))
+        if not s.flags.writeable:                   # a read-only view's strain
+            s = s.copy()
         if have and len(s) != m:
             raise ValueError("strain and links differ in length")
         colour = np.empty(m, table.dtype)

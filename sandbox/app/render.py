@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pygame
 
+from ..sim.view import WorldView
 from . import raster
 from .camera import Camera
 
@@ -146,14 +147,14 @@ class WorldRenderer:
             except (AttributeError, KeyError, TypeError, ValueError):
                 continue                                # an unknown shape: skip it
 
-    def world(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
-              strain: np.ndarray | None = None) -> dict:
-        """Links, springs, particles, pins and the grab of ``world`` drawn at positions
-        ``x (n, 2)`` m (interpolated by the caller); ``strain (m,)`` of the links if
-        already computed, else it is computed (with numba inside the colouring kernel)
-        from the true positions. Returns the samples taken and the links' strain."""
-        p, c = world.particles, world.constraints
-        view = camera_view(cam)
+    def world(self, surface: pygame.Surface, cam: Camera, view: WorldView,
+              x: np.ndarray | None = None) -> dict:
+        """Links, springs, particles, pins and the hand of a world's read-only ``view``
+        drawn at positions ``x (n, 2)`` m (interpolated by the caller; default the
+        view's own). The links are coloured by the strain the core computed for the view
+        (true positions). Returns the samples taken and the links' strain."""
+        x = view.x if x is None else x
+        cview = camera_view(cam)
         backend = self.backend
         # (H, W) view of the pixels, C-contiguous for 32 bpp; it locks the surface until
         # this function returns.
@@ -161,32 +162,33 @@ class WorldRenderer:
         if not pix.flags.c_contiguous:                  # pragma: no cover - odd pitch
             raise ValueError("surface rows are padded")
         samples = 0
-        if len(c):
+        strain = None
+        m = len(view.link_i)
+        if m:
             # Strain of the true positions; the most strained links are drawn last (on top).
             colour, order, strain = raster.strain_colours(
-                p.x, c.i, c.j, c.rest, c.kind, strain, STRAIN_EDGES,
-                self._strain_table(surface), NEUTRAL_BIN, backend)
-            width = 2 if len(c) < 3000 else 1
-            samples += raster.links(pix, x, c.i, c.j, colour, view, order, width, backend)
-        springs = getattr(world, "springs", None)
-        if springs is not None and len(springs.i):
-            samples += raster.links(pix, x, springs.i, springs.j, self._map(surface, SPRING),
-                                    view, backend=backend)
-        r_px = p.radius * cam.scale
+                None, view.link_i, view.link_j, view.link_rest, view.link_kind,
+                view.strain(), STRAIN_EDGES, self._strain_table(surface), NEUTRAL_BIN,
+                backend)
+            width = 2 if m < 3000 else 1
+            samples += raster.links(pix, x, view.link_i, view.link_j, colour, cview, order,
+                                    width, backend)
+        if len(view.spring_i):
+            samples += raster.links(pix, x, view.spring_i, view.spring_j,
+                                    self._map(surface, SPRING), cview, backend=backend)
+        n = view.n
+        r_px = view.radius * cam.scale
         balls = r_px >= 2.0
-        if p.n <= 5000 and not balls.all():
+        if n <= 5000 and not balls.all():
             raster.stamp(pix, cam.to_screen(x[~balls]),
-                         self.dot if p.n <= 1500 else self.small_dot,
+                         self.dot if n <= 1500 else self.small_dot,
                          self._map(surface, PARTICLE), backend)
         if balls.any():
             self._balls(pix, cam.to_screen(x[balls]), r_px[balls], self._map(surface, BALL))
-        grabbed = np.fromiter(getattr(world, "grabbed", {}), np.int64)
-        pinned = p.inv_mass == 0
-        pinned[grabbed] = False
-        raster.stamp(pix, cam.to_screen(x[pinned]), self.pin, self._map(surface, PIN),
+        raster.stamp(pix, cam.to_screen(x[view.pinned]), self.pin, self._map(surface, PIN),
                      backend)
-        raster.stamp(pix, cam.to_screen(x[grabbed]), self.grab, self._map(surface, GRAB),
-                     backend)
+        raster.stamp(pix, cam.to_screen(x[view.held[:1]]), self.grab,
+                     self._map(surface, GRAB), backend)
         # No links: an empty strain (not None), which the HUD's error line reads as such.
         return {"samples": samples, "strain": strain if strain is not None else np.zeros(0)}
 
@@ -200,9 +202,25 @@ class WorldRenderer:
                     else raster.ring_offsets(radius, 1.5))
             raster.stamp(pix, s[r == radius], offs, colour, self.backend)
 
-    def ghost(self, surface: pygame.Surface, cam: Camera, world, x: np.ndarray,
-              alpha: int = 110) -> None:
+    def hand(self, surface: pygame.Surface, cam: Camera, view: WorldView,
+             x: np.ndarray | None = None) -> None:
+        """The mouse spring while dragging: a line from the held particle to the cursor
+        (where the spring pulls it), and a ring at the cursor."""
+        if not len(view.held):
+            return
+        x = view.x if x is None else x
+        a = cam.to_screen(x[view.held[0]])
+        b = cam.to_screen(view.anchors[0])
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            return
+        a, b = _clamp_px(a), _clamp_px(b)
+        pygame.draw.line(surface, GRAB, a, b, 2)
+        pygame.draw.circle(surface, GRAB, b, 6, 2)
+
+    def ghost(self, surface: pygame.Surface, cam: Camera, view: WorldView,
+              x: np.ndarray | None = None, alpha: int = 110) -> None:
         """The ghost world's links and balls, one colour, blended over ``surface``."""
+        x = view.x if x is None else x
         size = surface.get_size()
         if self._ghost_layer is None or self._ghost_layer.get_size() != size:
             self._ghost_layer = pygame.Surface(size, 0, 32)
@@ -210,24 +228,25 @@ class WorldRenderer:
         layer = self._ghost_layer
         layer.fill(GHOST_KEY)
         layer.set_alpha(alpha)
-        self._ghost_pixels(layer, cam, world, x)     # the pixel lock ends with the call
+        self._ghost_pixels(layer, cam, view, x)      # the pixel lock ends with the call
         surface.blit(layer, (0, 0))
 
-    def _ghost_pixels(self, layer: pygame.Surface, cam: Camera, world, x) -> None:
-        p, c = world.particles, world.constraints
-        view = camera_view(cam)
+    def _ghost_pixels(self, layer: pygame.Surface, cam: Camera, view: WorldView,
+                      x) -> None:
+        cview = camera_view(cam)
         colour = self._map(layer, GHOST)
         pix = pygame.surfarray.pixels2d(layer).T
-        if len(c):
-            raster.links(pix, x, c.i, c.j, colour, view, backend=self.backend)
-        springs = getattr(world, "springs", None)
-        if springs is not None and len(springs.i):
-            raster.links(pix, x, springs.i, springs.j, colour, view, backend=self.backend)
-        r_px = p.radius * cam.scale
+        if len(view.link_i):
+            raster.links(pix, x, view.link_i, view.link_j, colour, cview,
+                         backend=self.backend)
+        if len(view.spring_i):
+            raster.links(pix, x, view.spring_i, view.spring_j, colour, cview,
+                         backend=self.backend)
+        r_px = view.radius * cam.scale
         balls = r_px >= 2.0
         if balls.any():
             self._balls(pix, cam.to_screen(x[balls]), r_px[balls], colour)
-        if not len(c) and p.n <= 5000 and not balls.all():
+        if not len(view.link_i) and view.n <= 5000 and not balls.all():
             raster.stamp(pix, cam.to_screen(x[~balls]), self.dot, colour, self.backend)
 
     def cut_path(self, surface: pygame.Surface, points_px) -> None:

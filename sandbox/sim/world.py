@@ -5,9 +5,9 @@ pipeline.
 
     for each of `substeps` substeps hs = h / substeps:
         integrator.step(particles, hs, accel)        forces evaluated inside
-        kinematic rows (grabbed) set by the world      pinned rows never move: inv_mass 0
+        pinned rows never move: inv_mass 0
         colliders.begin()                              broad phase, swept paths cut at impact
-        repeat `iterations`: constraints.project(); contacts.project()
+        repeat `iterations`: constraints.project(); contacts.project(); mouse.project()
         integrator.fold(corrections)                   into v for integrators that keep it
         contacts.finish()                              restitution and friction, contact rows
     non-finite state -> restore the state from before the step, raise SimulationDiverged
@@ -36,7 +36,10 @@ from .colliders import Colliders
 from .constraints import Constraints, colouring_is_valid
 from .forces import PressureBody, Springs, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, can_overwrite, get_integrator
+from .mouse import G_REF, MouseSpring, component
 from .particles import Particles, state_hash
+from .view import WorldView
+from .view import view as make_view
 
 
 class SimulationDiverged(RuntimeError):
@@ -112,8 +115,7 @@ class World:
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
         self.integrator: Integrator = get_integrator(self.config.integrator)
-        self.grabbed: dict[int, np.ndarray] = {}   # particle -> target position
-        self._grab_inv_mass: dict[int, float] = {}
+        self.mouse: MouseSpring | None = None      # the hand's spring (see mouse.py)
         self.steps = 0
         self.torn = 0
         self.started = False
@@ -189,7 +191,7 @@ class World:
     # --- forces -------------------------------------------------------------------------
 
     def accel(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned/grabbed rows."""
+        """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned rows."""
         p, cfg = self.particles, self.config
         uniform = self._uniform_accel(x)
         if self._gravity_only:
@@ -260,6 +262,8 @@ class World:
         self._backup = backup = (state, w)
         hs = h / self.config.substeps
         n = self.config.substeps
+        if self.mouse is not None:
+            self.mouse.start_step(n)
         self._uniform_checked = False
         try:
             with np.errstate(all="ignore"):
@@ -292,7 +296,7 @@ class World:
         p, cfg, integ = self.particles, self.config, self.integrator
         if not (self.compile_frames and kernels.AVAILABLE and integ.defers_velocity
                 and integ.backend != "numpy" and len(self.constraints)
-                and not self._has_contacts and self._gravity_only):
+                and not self._has_contacts and self._gravity_only and self.mouse is None):
             return False
         x = p.x
         args = self.constraints.kernel_args(x, p.inv_mass)
@@ -310,8 +314,8 @@ class World:
         r = np.array([f(c[0]) for c in coef], x.dtype)
         ca = np.array([f(c[1]) for c in coef], x.dtype)
         c1, c2 = (f(c) for c in integ.velocity_coefficients(hs, olds[-1]))
-        kin = np.fromiter(self.grabbed, np.int64, len(self.grabbed))
-        kin_x = np.array([self.grabbed[k] for k in kin.tolist()], x.dtype).reshape(-1, 2)
+        kin = np.zeros(0, np.int64)                   # no kinematic rows: the mouse is a
+        kin_x = np.zeros((0, 2), x.dtype)             # spring, solved on the substep path
         lam = self._multipliers()
         swapped = kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
                                        f(1.0 / (hs * hs)), lam, self.constraints.compliant,
@@ -319,8 +323,6 @@ class World:
                                        min_parallel)
         if swapped:
             p.x, p.x_prev = p.x_prev, p.x
-        if kin.size:
-            p.v[kin] = (kin_x - p.x_prev[kin]) / hs
         p.a, p.a_valid, p.h_prev = a, False, hs
         for _ in range(n):
             p.t += hs                                 # as n substeps add it
@@ -330,7 +332,8 @@ class World:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
         has_contacts = self._has_contacts
-        corrected = bool(len(self.constraints) or has_contacts)
+        mouse = self.mouse
+        corrected = bool(len(self.constraints) or has_contacts or mouse is not None)
         # Position-based integrators fold corrections by finishing their velocity
         # estimate afterwards instead of through a copy and a difference of positions,
         # and skip it in all but the last substep when nothing reads v in between
@@ -345,13 +348,8 @@ class World:
         else:
             self.integrator.step(p, hs, self.accel)
         x_old = p.x_prev          # every integrator leaves the pre-step positions there
-        if self.grabbed:
-            idx = np.fromiter(self.grabbed, np.int64)
-            target = np.array([self.grabbed[k] for k in idx], dtype=p.x.dtype)
-            p.x[idx] = target
-            grab_v = (target - x_old[idx]) / hs
-            p.v[idx] = grab_v
-            p.a_valid = False
+        if mouse is not None:
+            mouse.begin(x_old)
         if corrected:
             x_pred = p.x.copy() if mode == "now" else None
             contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs())
@@ -361,15 +359,12 @@ class World:
                 self.constraints.project(p.x, p.inv_mass, hs, lam)
                 if contacts is not None:
                     contacts.project(p.x, p.inv_mass)
+                if mouse is not None:
+                    mouse.project(p.x, p.inv_mass, hs)
             if mode == "later":
                 self.integrator.finish_velocity(p, hs, h_old)
-                if self.grabbed:
-                    p.v[idx] = grab_v
             elif mode == "now":
-                dx = p.x - x_pred
-                if self.grabbed:
-                    dx[idx] = 0.0
-                self.integrator.fold(p, dx, hs, h_old)
+                self.integrator.fold(p, p.x - x_pred, hs, h_old)
             if contacts is not None:
                 # After the fold, overwriting the contact rows: nothing is counted twice.
                 contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
@@ -410,25 +405,60 @@ class World:
         k = int(np.argmin(d2))
         return k if d2[k] <= radius * radius else None
 
-    def grab(self, k: int, target=None) -> None:
-        """Hold particle ``k`` kinematically at ``target`` (its own position by default)."""
+    def nearest_movable(self, point, radius: float) -> int | None:
+        """Index of the movable (not pinned) particle nearest ``point`` within ``radius``
+        m, or None: what a hand can grab."""
+        movable = self.particles.inv_mass > 0
+        if not movable.any():
+            return None
+        d2 = np.sum((self.particles.x - np.asarray(point, float)) ** 2, axis=1)
+        d2[~movable] = np.inf
+        k = int(np.argmin(d2))
+        return k if d2[k] <= radius * radius else None
+
+    def body(self, k: int) -> np.ndarray:
+        """Indices of the particles joined to ``k`` by links or springs (its body)."""
+        c, s = self.constraints, self.springs
+        return component(self.n, np.concatenate([c.i, s.i]), np.concatenate([c.j, s.j]), k)
+
+    def grab(self, k: int, target=None, radius: float = 0.0) -> None:
+        """Hold particle ``k`` with the mouse spring (``sim/mouse.py``), pulling it towards
+        ``target`` (m; its own position by default). The hand also holds every movable
+        particle of the same body within ``radius`` m of particle ``k``, at its offset.
+        A pinned particle cannot be grabbed (``ValueError``)."""
         p = self.particles
-        if k not in self.grabbed:
-            self._grab_inv_mass[k] = float(p.inv_mass[k])
-            p.inv_mass[k] = 0.0
-        self.grabbed[k] = np.array(p.x[k] if target is None else target, float)
+        if not (0 <= k < p.n):
+            raise IndexError(f"no particle {k} (the world has {p.n})")
+        if p.inv_mass[k] <= 0:
+            raise ValueError(f"particle {k} is pinned; unpin it to drag it")
+        body = self.body(k)
+        movable = body[p.inv_mass[body] > 0]
+        d = p.x[movable] - p.x[k]
+        near = movable[(np.einsum("ij,ij->i", d, d) <= radius * radius) & (movable != k)]
+        idx = np.concatenate([[k], near]).astype(np.int64)
+        target = np.array(p.x[k] if target is None else target, float)
+        g = float(np.hypot(*self.config.gravity))
+        self.mouse = MouseSpring(idx, p.x[idx] - p.x[k], target,
+                                 float(np.sum(p.mass[movable])), g=g if g > 0 else G_REF)
+
+    @property
+    def grabbed(self) -> dict[int, np.ndarray]:
+        """``{particle: target}`` of the mouse spring's particles (empty: nothing held)."""
+        m = self.mouse
+        if m is None:
+            return {}
+        return {int(k): a for k, a in zip(m.idx.tolist(), m.anchors(), strict=True)}
 
     def drag_to(self, target) -> None:
-        for k in self.grabbed:
-            self.grabbed[k] = np.asarray(target, float)
+        """Move the mouse spring's end to ``target`` (m); ignored when nothing is held or
+        the target is not finite (a spring to infinity would fling the body)."""
+        t = np.asarray(target, float)
+        if self.mouse is not None and t.shape == (2,) and np.isfinite(t).all():
+            self.mouse.target = t.copy()
 
     def release(self) -> None:
-        """Let go of every grabbed particle; it keeps the velocity the mouse gave it."""
-        for k, w in self._grab_inv_mass.items():
-            self.particles.inv_mass[k] = w
-        self.grabbed.clear()
-        self._grab_inv_mass.clear()
-        self.particles.a_valid = False
+        """Let go: the body keeps the velocity the spring gave it."""
+        self.mouse = None
 
     def toggle_pin(self, k: int) -> bool:
         """Pin or unpin particle ``k``; returns True if it is now pinned."""
@@ -446,6 +476,11 @@ class World:
         return self.constraints.cut(self.particles.x, a, b)
 
     # --- measuring ----------------------------------------------------------------------
+
+    def view(self) -> WorldView:
+        """A read-only :class:`~sandbox.sim.view.WorldView` of the world now: what drawing
+        and the HUD read (arrays not writeable, the links' strain computed once)."""
+        return make_view(self)
 
     def energy(self) -> dict[str, float]:
         """Energies in J: kinetic, gravity, nbody, elastic (springs, compliance, gas)."""
@@ -481,12 +516,7 @@ class World:
     def save(self, path) -> None:
         """Write the full state to ``path`` (.npz, no pickles), atomically."""
         p, c, s = self.particles, self.constraints, self.springs
-        release = dict(self._grab_inv_mass)
-        inv_mass = p.inv_mass.copy()
-        for k, w in release.items():
-            inv_mass[k] = w                        # a grab is not part of the state
-        arrays = {f"p_{k}": getattr(p, k) for k in self._ARRAYS}
-        arrays["p_inv_mass"] = inv_mass
+        arrays = {f"p_{k}": getattr(p, k) for k in self._ARRAYS}   # a grab is not state
         arrays.update({f"c_{k}": getattr(c, k) for k in self._CARRAYS})
         arrays.update({f"s_{k}": getattr(s, k) for k in self._SARRAYS})
         for n_, b in enumerate(self.pressure):
@@ -516,8 +546,7 @@ class World:
          self.steps, self.torn, self.colliders) = new
         self._exclude = None
         self.integrator = get_integrator(self.config.integrator)
-        self.grabbed.clear()
-        self._grab_inv_mass.clear()
+        self.mouse = None
         self.started = True
 
     def _read_snapshot(self, path: Path):

@@ -1,0 +1,171 @@
+"""Input: pygame events -> commands, through the keymap and the mouse gestures.
+
+Real pygame-ce events carry only some attributes (a dump of real X11 events is kept in
+``tests/data/real_events.json``): ``MOUSEBUTTONDOWN``/``UP`` have ``pos``, ``button``,
+``clicks``, ``touch`` and ``window`` but **no** ``mod``; ``MOUSEWHEEL`` has ``x``, ``y``,
+``precise_x``, ``precise_y``, ``flipped`` (and ``pos`` in recent pygame-ce);
+``KEYDOWN``/``KEYUP`` have ``key``, ``mod``, ``scancode``, ``unicode``. So the modifiers
+of a mouse gesture are read from the keyboard state (``pygame.key.get_mods()``), or'ed
+with the modifier keys seen going down in the event stream (events posted by tests do
+not change ``get_mods()``; real ones do both), and every optional attribute is read with
+a fallback. The mouse position comes from the events' ``pos`` (posted events do not
+move ``pygame.mouse.get_pos()``).
+
+Gestures (also listed in the help, from ``keymap.MOUSE_HELP``): left drag holds the
+nearest particle with the mouse spring, Shift+left drag cuts, right click pins, middle
+drag pans, the wheel zooms about the cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pygame
+
+from .keymap import lookup, normalise_mods
+
+PICK_RADIUS_PX = 20.0
+
+#: Modifier keys and the modifier bit each holds down.
+_MOD_KEYS = {pygame.K_LSHIFT: pygame.KMOD_LSHIFT, pygame.K_RSHIFT: pygame.KMOD_RSHIFT,
+             pygame.K_LCTRL: pygame.KMOD_LCTRL, pygame.K_RCTRL: pygame.KMOD_RCTRL,
+             pygame.K_LALT: pygame.KMOD_LALT, pygame.K_RALT: pygame.KMOD_RALT}
+
+
+class Input:
+    """Turns events into calls on ``app`` (an ``App``: its session, camera, commands).
+
+    State: ``mouse`` (px, from events only), ``held`` keys, the modifiers held
+    (``mods``), and the gesture under way: ``grabbed`` particle, ``cut_path`` (m),
+    ``panning``.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.mouse = (app.size[0] / 2, app.size[1] / 2)
+        self.held: set[int] = set()
+        self._mods = 0
+        self.grabbed: int | None = None
+        self.cut_path: list[np.ndarray] | None = None
+        self.cut_count = 0
+        self.panning = False
+        self.handlers: dict[int, Callable] = {
+            pygame.QUIT: lambda e: app.quit(),
+            pygame.KEYDOWN: self.key_down, pygame.KEYUP: self.key_up,
+            pygame.MOUSEBUTTONDOWN: self.mouse_down, pygame.MOUSEBUTTONUP: self.mouse_up,
+            pygame.MOUSEMOTION: self.mouse_motion, pygame.MOUSEWHEEL: self.mouse_wheel,
+            pygame.VIDEORESIZE: lambda e: app.resized(),
+            pygame.WINDOWSIZECHANGED: lambda e: app.resized(),
+            pygame.WINDOWFOCUSLOST: lambda e: self.focus_lost(),
+        }
+
+    # --- modifiers ------------------------------------------------------------------
+
+    def mods(self) -> int:
+        """SHIFT | CTRL | ALT held now: the keyboard state or'ed with the modifier keys
+        seen going down in the event stream (see the module docstring)."""
+        try:
+            state = pygame.key.get_mods()
+        except pygame.error:                       # no display: the event stream only
+            state = 0
+        return normalise_mods(state | self._mods)
+
+    def focus_lost(self) -> None:
+        self.held.clear()
+        self._mods = 0
+        if self.grabbed is not None:               # the button-up goes to another window
+            self.app.session.release()
+            self.grabbed = None
+        self.cut_path = None
+        self.panning = False
+
+    # --- dispatch -------------------------------------------------------------------
+
+    def handle(self, event) -> None:
+        """Turn one event into commands; nothing raised here ever leaves the app."""
+        handler = self.handlers.get(event.type)
+        if handler is None:
+            return
+        try:
+            handler(event)
+        except Exception as e:   # shown in the window, never a traceback
+            self.app.report(f"event {pygame.event.event_name(event.type)}", e)
+
+    def key_down(self, event) -> None:
+        key = event.key
+        if key in _MOD_KEYS:
+            self._mods |= _MOD_KEYS[key]
+        repeat = key in self.held                  # auto-repeat: the key is still down
+        self.held.add(key)
+        # KEYDOWN carries `mod` in real pygame-ce; the keyboard state is the fallback.
+        mod = getattr(event, "mod", None)
+        b = lookup(key, self.mods() if mod is None else (mod | self._mods))
+        if b is not None and (b.repeat or not repeat):
+            self.app.do(b.action, b.arg)
+
+    def key_up(self, event) -> None:
+        self.held.discard(event.key)
+        if event.key in _MOD_KEYS:
+            self._mods &= ~_MOD_KEYS[event.key]
+
+    # --- the mouse ------------------------------------------------------------------
+
+    def _pick_radius(self) -> float:
+        return self.app.camera.pixels_to_metres(PICK_RADIUS_PX)
+
+    def mouse_down(self, event) -> None:
+        self.mouse = tuple(event.pos)
+        app = self.app
+        p = app.camera.to_world(event.pos)
+        button = event.button
+        if button == 1 and self.mods() & pygame.KMOD_SHIFT:
+            self.cut_path = [p]
+            self.cut_count = 0
+        elif button == 1:
+            self.grabbed = app.session.grab(p, self._pick_radius())
+        elif button == 3:
+            app.session.toggle_pin(p, self._pick_radius())
+        elif button == 2:
+            self.panning = True
+
+    def mouse_motion(self, event) -> None:
+        old = self.mouse
+        self.mouse = tuple(event.pos)
+        app = self.app
+        if self.panning:
+            app.camera.pan_pixels(self.mouse[0] - old[0], self.mouse[1] - old[1])
+        if self.cut_path is not None:
+            a, b = self.cut_path[-1], app.camera.to_world(self.mouse)
+            self.cut_count += app.session.cut(a, b)
+            self.cut_path.append(b)
+        self.follow()
+
+    def mouse_up(self, event) -> None:
+        self.mouse = tuple(event.pos)
+        if event.button == 1:
+            if self.grabbed is not None:
+                self.follow()
+                self.app.session.release()
+                self.grabbed = None
+            if self.cut_path is not None:
+                if self.cut_count:
+                    n = self.cut_count
+                    self.app.message(f"cut {n} link{'s' * (n != 1)}")
+                self.cut_path = None
+        elif event.button == 2:
+            self.panning = False
+
+    def mouse_wheel(self, event) -> None:
+        steps = getattr(event, "precise_y", None)
+        if not steps:
+            steps = getattr(event, "y", 0)
+        if getattr(event, "flipped", False):
+            steps = -steps
+        at = getattr(event, "pos", None) or self.mouse
+        self.app.camera.zoom_at(at, 1.15 ** float(np.clip(steps, -10, 10)))
+
+    def follow(self) -> None:
+        """The hand's spring pulls towards the cursor (world and ghost)."""
+        if self.grabbed is not None:
+            self.app.session.drag_to(self.app.camera.to_world(self.mouse))

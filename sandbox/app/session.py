@@ -1,0 +1,456 @@
+"""The session: the world, its ghost, the timestep policy and the step trace, and every
+command that changes them (applied to the world and the ghost alike).
+
+No pygame here: a session is driven by ``update(dt)`` and by its command methods, and
+tells the window what happened through two callbacks, ``on_message(text, error)`` and
+``on_segment(label)`` (a new segment of the energy graph). The window (``main.App``)
+owns a session, the input turns events into its commands, and drawing reads
+``session.world.view()``.
+
+A scene is built exactly as ``simulate`` builds it:
+``find_level -> load_level -> with_world(overrides) -> build_world``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..sim.integrators import INTEGRATORS
+from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
+from ..sim.world import SimulationDiverged, World
+
+ITERATIONS = (1, 200)
+SUBSTEPS = (1, 64)
+SPEEDS = (0.25, 4.0)                    # slow motion and fast forward limits
+TRACE_LIMIT = 100_000                   # frames kept for replay (about half an hour)
+#: The level's energy scale is |E0| + 0.5 M v^2 with every movable kilogram at
+#: BLOWUP_SPEED (more than a mouse gives a body). A jump of the total energy beyond
+#: BLOWUP_FACTOR times that cannot come from the level or the mouse: the integrator
+#: has blown up (a cloth at 100 m/s throughout), and the session pauses as on divergence.
+BLOWUP_FACTOR = 100.0
+BLOWUP_SPEED = 10.0                     # m/s
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 iteration"``, ``"4 iterations"``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+# --------------------------------------------------------------------------- scenes
+
+@dataclass
+class Scene:
+    """What a session runs: how to (re)build the world and its timestep policies."""
+
+    title: str
+    make_world: Callable[[], World]
+    make_policy: Callable[[str], TimestepPolicy]    # mode name -> fresh policy
+    integrator: str
+    timestep: str
+    view_center: tuple[float, float]
+    view_width: float
+    source: str | None = None                        # level name or path, for N / P
+    description: str = ""
+    first_world: World | None = None                 # already built (errors surface early)
+
+
+def _check_choice(kind: str, name: str | None, registry) -> None:
+    if name is not None and name not in registry:
+        raise ValueError(f"unknown {kind} {name!r}; valid: {', '.join(registry)}")
+
+
+def scene_from_level(name_or_path: str | Path, integrator: str | None = None,
+                     timestep: str | None = None) -> Scene:
+    """A scene from a level name or file, built as ``simulate`` builds it; ``LevelError``
+    / ``ValueError`` when bad."""
+    from ..levels import build_world, find_level, load_level, make_policy_for, with_world
+
+    _check_choice("integrator", integrator, INTEGRATORS)
+    _check_choice("timestep mode", timestep, TIMESTEPS)
+    path = find_level(name_or_path)
+    level = load_level(path)
+    overrides = {k: v for k, v in (("integrator", integrator), ("timestep", timestep))
+                 if v is not None}
+    if overrides:
+        level = with_world(level, "command line", **overrides)
+
+    def policy(mode: str) -> TimestepPolicy:
+        return make_policy_for(with_world(level, path, timestep=mode))
+
+    first = build_world(level)
+    stem = Path(str(name_or_path)).stem if Path(str(name_or_path)).suffix else str(
+        name_or_path)
+    return Scene(title=level.name or stem, make_world=lambda: build_world(level),
+                 make_policy=policy, integrator=level.world.integrator,
+                 timestep=level.world.timestep,
+                 view_center=tuple(level.view.center), view_width=level.view.width,
+                 source=str(name_or_path), description=level.description, first_world=first)
+
+
+def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
+                     title: str = "custom world", view=None) -> Scene:
+    """A scene around a world built in code (tests, scripts); reset restores a copy of
+    it as it is now. ``view`` is ``(center, width)``; default: fit the particles."""
+    _check_choice("timestep mode", timestep, TIMESTEPS)
+    if not world.started:
+        world.start(h)
+    pristine = copy.deepcopy(world)
+    args = {"fixed": dict(h=h), "variable": dict(nominal=h), "random": dict(h=h),
+            "replay": {}}
+    if view is None:
+        x = world.particles.x
+        lo, hi = (x.min(axis=0), x.max(axis=0)) if len(x) else (np.zeros(2), np.ones(2))
+        view = (tuple((lo + hi) / 2), float(max(hi[0] - lo[0], (hi[1] - lo[1]) * 1.6, 1.0)
+                                          * 1.6))
+    return Scene(title=title, make_world=lambda: copy.deepcopy(pristine),
+                 make_policy=lambda mode: make_policy(mode, **args.get(mode, {})),
+                 integrator=world.integrator.name, timestep=timestep,
+                 view_center=tuple(float(c) for c in view[0]), view_width=float(view[1]),
+                 first_world=world)
+
+
+def cycle(names: list[str], current: str, step: int) -> str:
+    """The name ``step`` places after ``current``; from outside the list, the first
+    (forward) or the last (backward)."""
+    if current not in names:
+        return names[0] if step > 0 else names[-1]
+    return names[(names.index(current) + step) % len(names)]
+
+
+# --------------------------------------------------------------------------- the session
+
+class Session:
+    """World, ghost, timestep policy and trace; the commands that change them."""
+
+    def __init__(self, scene: Scene, on_message: Callable[[str, bool], None] | None = None,
+                 on_segment: Callable[[str], None] | None = None,
+                 on_clear: Callable[[], None] | None = None) -> None:
+        self.on_message = on_message or (lambda text, error=False: None)
+        self.on_segment = on_segment or (lambda label: None)
+        self.on_clear = on_clear or (lambda: None)
+        self.paused = False
+        self.speed = 1.0
+        self.banner: tuple[str, str] | None = None
+        self.ghost: World | None = None
+        self.ghost_integrator: str | None = None
+        self.trace = StepTrace()
+        self.last_plan: list[float] = []
+        self.x_before: np.ndarray | None = None
+        self.ghost_before: np.ndarray | None = None
+        self._step_pending = False
+        self.load_scene(scene)
+
+    def message(self, text: str, error: bool = False) -> None:
+        self.on_message(text, error)
+
+    # --- scene and world ----------------------------------------------------------
+
+    def load_scene(self, scene: Scene) -> None:
+        """Adopt ``scene``: its world, integrator and timestep mode."""
+        world = scene.first_world if scene.first_world is not None else scene.make_world()
+        scene.first_world = None                     # a reset builds a fresh one
+        self.scene = scene
+        self.timestep = scene.timestep
+        self.trace = StepTrace()
+        self.policy = self._make_policy(self.timestep)
+        if world.integrator.name != scene.integrator:
+            world.set_integrator(scene.integrator, self.policy.nominal_h)
+        self.on_clear()
+        self._set_world(world)
+        self.paused = False
+        self.banner = None
+        if self.timestep == "replay":
+            self.message("replay: no trace recorded yet, nothing moves (T: another mode)", True)
+
+    def _set_world(self, world: World) -> None:
+        self.world = world
+        self.x_before = None
+        e = world.energy()
+        movable = world.particles.inv_mass > 0
+        mass = float(np.sum(world.particles.mass[movable]))
+        self._e_ref = e["total"]
+        self._e_scale = (abs(e["total"]) + max(e["kinetic"], 0.5 * mass * BLOWUP_SPEED ** 2)
+                         + 1.0)
+        if self.ghost is not None:
+            self._seed_ghost(self.ghost.integrator.name)
+
+    def _make_policy(self, mode: str) -> TimestepPolicy:
+        if mode == "replay":
+            return ReplayStep(StepTrace([list(f) for f in self.trace.frames]), loop=True)
+        return self.scene.make_policy(mode)
+
+    @property
+    def integrator(self) -> str:
+        return self.world.integrator.name
+
+    def worlds(self) -> list[World]:
+        return [self.world] + ([self.ghost] if self.ghost is not None else [])
+
+    # --- time -----------------------------------------------------------------------
+
+    def update(self, dt: float) -> bool:
+        """Plan and take this frame's steps (none while paused, one plan per step key).
+        Returns True if any step was taken."""
+        if self.paused:
+            if not self._step_pending:
+                return False
+            self._step_pending = False
+            plan = self.policy.plan(self.policy.nominal_h)
+        else:
+            plan = self.policy.plan(dt * self.speed)
+        self.last_plan = plan
+        if self.timestep != "replay" and len(self.trace.frames) < TRACE_LIMIT:
+            self.trace.record(plan)
+        self.advance(plan)
+        return bool(plan)
+
+    def advance(self, plan: list[float]) -> None:
+        for h in plan:
+            before = self.world.particles.x.copy()
+            try:
+                self.world.step(h)
+            except SimulationDiverged as e:
+                self._diverged(e.integrator, e.h, e.t, e.reason)
+                return
+            except Exception as e:   # never a traceback from the sim
+                self._diverged(self.integrator, h, self.world.t, f"{type(e).__name__}: {e}")
+                return
+            self.x_before = before
+            if self.ghost is not None:
+                gbefore = self.ghost.particles.x.copy()
+                try:
+                    self.ghost.step(h)
+                    self.ghost_before = gbefore
+                except Exception as e:
+                    self.message(f"ghost ({self.ghost.integrator.label}) stopped: {e}", True)
+                    self.ghost = None
+
+    def _diverged(self, integrator: str, h: float, t: float, reason: str) -> None:
+        label = INTEGRATORS[integrator].label if integrator in INTEGRATORS else integrator
+        self.paused = True
+        self.x_before = None
+        self.banner = (f"{label} diverged",
+                       f"at t = {t:.4f} s, step h = {h * 1e3:.3f} ms ({reason}).  "
+                       "R resets; or switch integrator and press Space.")
+        print(f"sandbox: {label} diverged at t = {t:.4f} s, h = {h * 1e3:.3f} ms: {reason}",
+              file=sys.stderr)
+
+    def _blown_up(self, total: float) -> float | None:
+        """The energy jump (J) if ``total`` is beyond what the level can supply."""
+        jump = abs(total - self._e_ref)
+        return jump if not (jump <= BLOWUP_FACTOR * self._e_scale) else None
+
+    def sample_energy(self) -> tuple[dict, float]:
+        """The world's energies and the ghost's total (nan without one); a blown-up
+        ghost is dropped and a blown-up world pauses with a banner."""
+        e = self.world.energy()
+        ghost_total = self.ghost.energy()["total"] if self.ghost is not None else math.nan
+        if self.ghost is not None and (jump := self._blown_up(ghost_total)) is not None:
+            self.message(f"ghost ({self.ghost.integrator.label}) blew up at t = "
+                         f"{self.ghost.t:.3f} s (energy jumped by {jump:.3g} J): ghost off",
+                         True)
+            self.ghost, ghost_total = None, math.nan
+        if (jump := self._blown_up(e["total"])) is not None:
+            self._diverged(self.integrator, self.last_plan[-1] if self.last_plan else 0.0,
+                           self.world.t, f"energy jumped by {jump:.3g} J")
+        return e, ghost_total
+
+    # --- the hand -------------------------------------------------------------------
+
+    def grab(self, point, radius: float) -> int | None:
+        """Take the movable particle nearest ``point`` (m) within ``radius`` m with the
+        mouse spring, in the world and the ghost; returns it (None: nothing there)."""
+        k = self.world.nearest_movable(point, radius)
+        if k is None:
+            if self.world.nearest(point, radius) is not None:
+                self.message("that particle is pinned (right click unpins it)")
+            return None
+        for w in self.worlds():
+            if w.particles.inv_mass[k] > 0:
+                w.grab(k, point, radius=radius)
+        return k
+
+    def drag_to(self, point) -> None:
+        for w in self.worlds():
+            w.drag_to(point)
+
+    def release(self) -> None:
+        for w in self.worlds():
+            w.release()
+
+    def cut(self, a, b) -> int:
+        n = self.world.cut(a, b)
+        if self.ghost is not None:
+            self.ghost.cut(a, b)
+        return n
+
+    def toggle_pin(self, point, radius: float) -> int | None:
+        k = self.world.nearest(point, radius)
+        if k is None:
+            return None
+        if self.world.mouse is not None and k in self.world.mouse.idx:
+            self.release()
+        pinned = self.world.toggle_pin(k)
+        if self.ghost is not None and (self.ghost.particles.inv_mass[k] == 0) != pinned:
+            self.ghost.toggle_pin(k)
+        self.message(f"particle {k} {'pinned' if pinned else 'unpinned'}")
+        return k
+
+    # --- commands -------------------------------------------------------------------
+
+    def set_integrator(self, name: str) -> None:
+        if name == self.integrator:
+            return
+        self.world.set_integrator(name)
+        self.on_segment(INTEGRATORS[name].label)
+        self.message(f"integrator: {INTEGRATORS[name].label}")
+        if self.ghost is not None and self.ghost.integrator.name == name:
+            self.message("the ghost now runs the same integrator (Shift+G: another one)")
+
+    def cycle_integrator(self, step: int) -> None:
+        self.set_integrator(cycle(list(INTEGRATORS), self.integrator, step))
+
+    def set_timestep(self, mode: str) -> None:
+        self.policy = self._make_policy(mode)
+        self.timestep = mode
+        self.on_segment(self.policy.describe())
+        note = ""
+        if mode == "replay":
+            note = (f": {len(self.trace.frames)} recorded frames, looping"
+                    if self.trace.frames else ": nothing recorded yet (no steps)")
+        self.message(f"timestep: {self.policy.describe()}{note}")
+
+    def cycle_timestep(self, step: int) -> None:
+        self.set_timestep(cycle(list(TIMESTEPS), self.timestep, step))
+
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused:
+            self.banner = None
+
+    def single_step(self) -> None:
+        """Pause (if running) and take exactly one plan on the next frame."""
+        self.paused = True
+        self._step_pending = True
+
+    def scale_speed(self, factor: float) -> None:
+        self.speed = float(np.clip(self.speed * factor, *SPEEDS))
+        self.message(f"speed x{self.speed:g}")
+
+    def _configure(self, **changes) -> None:
+        for w in self.worlds():
+            w.configure(dataclasses.replace(w.config, **changes))
+
+    def change_iterations(self, step: int) -> None:
+        n = int(np.clip(self.world.config.iterations + step, *ITERATIONS))
+        self._configure(iterations=n)
+        self._say_solver()
+
+    def change_substeps(self, step: int) -> None:
+        n = int(np.clip(self.world.config.substeps + step, *SUBSTEPS))
+        self._configure(substeps=n)
+        self._say_solver()
+
+    def _say_solver(self) -> None:
+        cfg = self.world.config
+        self.message(f"solver: {plural(cfg.iterations, 'iteration')} x "
+                     f"{plural(cfg.substeps, 'substep')}")
+
+    def reset(self) -> None:
+        """Rebuild the level; the integrator, timestep mode, iterations and substeps and
+        the speed chosen in the window stay."""
+        cfg = self.world.config
+        world = self.scene.make_world()
+        world.configure(dataclasses.replace(world.config, iterations=cfg.iterations,
+                                            substeps=cfg.substeps))
+        if world.integrator.name != cfg.integrator:
+            world.set_integrator(cfg.integrator, self.policy.nominal_h)
+        if self.timestep != "replay":
+            self.trace = StepTrace()
+        self.policy = self._make_policy(self.timestep)
+        self.on_clear()
+        self._set_world(world)
+        self.paused = False
+        self.banner = None
+
+    def change_level(self, step: int) -> None:
+        from ..levels import level_names
+
+        names = level_names()
+        if not names:
+            self.message("no levels found in levels/", True)
+            return
+        current = Path(self.scene.source).stem if self.scene.source else ""
+        ghost_on = self.ghost is not None
+        self.load_scene(scene_from_level(cycle(names, current, step)))
+        if not ghost_on:
+            self.ghost = None
+        self.message(f"level: {self.scene.title}")
+
+    # --- the ghost ------------------------------------------------------------------
+
+    def _seed_ghost(self, integrator: str) -> None:
+        """The ghost restarts as a copy of the world now, run by ``integrator``."""
+        ghost = copy.deepcopy(self.world)
+        if integrator != ghost.integrator.name:
+            ghost.set_integrator(integrator)
+        self.ghost = ghost
+        self.ghost_integrator = integrator
+        self.ghost_before = None
+
+    def toggle_ghost(self) -> None:
+        if self.ghost is not None:
+            self.ghost = None
+            self.message("ghost off")
+            return
+        # By default the integrator before the world's in the registry: for the default
+        # TCV (corrected) that is TCV as published, the comparison this sandbox is about.
+        name = self.ghost_integrator
+        if name is None or name == self.integrator:
+            name = cycle(list(INTEGRATORS), self.integrator, -1)
+        self._seed_ghost(name)
+        self.on_segment(f"ghost: {INTEGRATORS[name].label}")
+        self.message(f"ghost: {INTEGRATORS[name].label} (translucent cyan)")
+
+    def cycle_ghost(self, step: int) -> None:
+        """The ghost's next integrator in the registry, never the world's own."""
+        current = self.ghost.integrator.name if self.ghost is not None else (
+            self.ghost_integrator or self.integrator)
+        order, name = list(INTEGRATORS), current
+        for _ in order:
+            name = cycle(order, name, step)
+            if name != self.integrator:
+                break
+        self._seed_ghost(name)
+        self.on_segment(f"ghost: {INTEGRATORS[name].label}")
+        self.message(f"ghost: {INTEGRATORS[name].label}, restarted from the world")
+
+    # --- files ----------------------------------------------------------------------
+
+    def save_snapshot(self, folder: Path) -> Path:
+        from . import files
+        path = files.unique_path(folder, "snapshot", ".npz")
+        self.world.save(path)
+        self.message(f"snapshot saved: {path}")
+        return path
+
+    def load_snapshot(self, folder: Path) -> None:
+        from . import files
+        path = files.latest(folder, "snapshot-*.npz")
+        if path is None:
+            self.message(f"no snapshot in {folder} (F5 saves one)", True)
+            return
+        self.world.load(path)                 # SnapshotError: world unchanged, message
+        self._set_world(self.world)
+        self.on_segment("loaded")
+        self.paused = False
+        self.banner = None
+        self.message(f"snapshot loaded: {path}")
