@@ -18,6 +18,11 @@ compiled kernels between two calls (``backend.set_ready``). How:
 2. A thread of this process then loads them from the cache (about a second, during
    which frames run slower but do not stop) and switches every world over.
 
+When the cache is known to be full (a marker file beside it, named by a hash of the
+kernel sources, numba's version and the float types), the worlds use the compiled
+kernels from the first frame (a kernel's first call loads it in ~0.1 s) and the thread
+loads the others after ``WARM_DELAY_S``, so that a level switch does not wait.
+
 The kernel modules warm themselves on bare arrays (``kernels.warm_up``); the contact
 pipeline is warmed by running tiny worlds through it, which is why this sits above
 :mod:`world` instead of inside :mod:`contact_kernels`.
@@ -42,6 +47,8 @@ from . import backend, kernels
 from .world import World, WorldConfig
 
 ROOT = Path(__file__).resolve().parents[2]       # the folder holding the sandbox package
+#: With a warm cache, seconds the loading thread leaves the first frames alone.
+WARM_DELAY_S = 1.5
 
 
 def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=()) -> None:
@@ -139,6 +146,8 @@ class Warmup:
         self.contact_dtypes = tuple(contact_dtypes)
         self.extra = tuple(extra)
         self.use_process = use_process
+        self.fingerprint = ""
+        self.warm = False               # the cache was filled for these kernels before
         self.phase = "loading"
         self.error: str | None = None
         self.seconds: float | None = None
@@ -160,7 +169,7 @@ class Warmup:
         if self.phase == "compiling":
             return f"compiling kernels (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
         if self.phase == "loading":
-            return "loading kernels (numpy meanwhile)"
+            return "loading kernels" if self.warm else "loading kernels (numpy meanwhile)"
         if self.phase == "ready":
             return "compiled kernels ready"
         if self.error:
@@ -185,13 +194,18 @@ class Warmup:
 
     def _run(self) -> None:
         try:
-            fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
-            if self.use_process and not _marker(fp).exists():
+            fp = self.fingerprint
+            if self.use_process and not self.warm:
                 self.phase = "compiling"
                 self._compile_in_child()
                 if self._closed:
                     raise RuntimeError("closed")
             self.phase = "loading"
+            if self.warm:
+                # The cache is full and the worlds already use it (a first call loads a
+                # kernel in ~0.1 s): let the first frames have the interpreter, then
+                # load the rest so that a level switch does not wait for it.
+                time.sleep(WARM_DELAY_S)
             warm_up(self.dtypes, self.contact_dtypes, self.extra)
             backend.set_ready(True)
             self.seconds = time.monotonic() - self._t0
@@ -239,7 +253,9 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
         handle.phase = "numpy"
         handle._done.set()
         return handle
-    backend.set_ready(False)
+    handle.fingerprint = _fingerprint(handle.dtypes, handle.contact_dtypes, handle.extra)
+    handle.warm = _marker(handle.fingerprint).exists()
+    backend.set_ready(handle.warm)      # a warm cache is used from the first frame
     handle._thread.start()
     return handle
 
