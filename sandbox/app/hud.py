@@ -1,11 +1,6 @@
-"""On-screen text and graphs: the HUD panel, the live energy graph, the help overlay
-generated from the keymap, the divergence banner and transient messages.
-
-The energy graph keeps a ring buffer of samples (kinetic, potential, total and the
-ghost's total). When the integrator or the timestep mode changes it starts a new
-*segment*: a vertical marker is drawn where the change happened, the drift is measured
-from the total at that moment, and the vertical scale follows the new segment only
-(older samples scroll off to the left, clipped to the panel).
+"""On-screen text: the HUD panel, the fonts (shipped in ``assets/``), the help overlay
+generated from the keymap, the divergence banner and transient messages. The live
+energy graph is ``graph.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +8,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pygame
 
 from .keymap import MOUSE_HELP, help_lines
@@ -144,134 +138,6 @@ def fmt(v: float, unit: str = "") -> str:
             v, prefix = v / scale, p
             break
     return f"{v:.3g}{(' ' + prefix + unit) if unit or prefix else ''}"
-
-
-class EnergyGraph:
-    """A scrolling plot of kinetic, potential and total energy and the total's drift."""
-
-    COLUMNS = ("kinetic", "potential", "total", "ghost")
-
-    def __init__(self, capacity: int = 600) -> None:
-        self.capacity = int(capacity)
-        self.clear()
-
-    def clear(self) -> None:
-        self.data = np.full((self.capacity, 4), np.nan)
-        self.head = 0                     # next row to write
-        self.count = 0                    # valid rows
-        self.total_samples = 0            # samples ever added (absolute index)
-        self.markers: list[tuple[int, str]] = []
-        self.segment_start = 0
-        self.e0: float | None = None
-        self.scale0 = 1.0
-
-    def new_segment(self, label: str) -> None:
-        """The integrator or timestep changed: mark it, re-reference the drift."""
-        self.markers.append((self.total_samples, label))
-        self.segment_start = self.total_samples
-        self.e0 = None
-
-    def add(self, kinetic: float, potential: float, total: float,
-            ghost: float = math.nan) -> None:
-        if self.e0 is None and math.isfinite(total):
-            self.e0 = total
-            # Relative drift needs a scale that is not ~0 when the total happens to be
-            # near zero (potentials are relative to y = 0): the larger of |E| and K + |U|.
-            self.scale0 = max(abs(total), abs(kinetic) + abs(potential), 1e-12)
-        self.data[self.head] = (kinetic, potential, total, ghost)
-        self.head = (self.head + 1) % self.capacity
-        self.count = min(self.count + 1, self.capacity)
-        self.total_samples += 1
-        first = self.total_samples - self.count
-        self.markers = [(i, t) for i, t in self.markers if i >= first]
-
-    def ordered(self) -> np.ndarray:
-        """The samples, oldest first ``(count, 4)``."""
-        idx = (self.head - self.count + np.arange(self.count)) % self.capacity
-        return self.data[idx]
-
-    def drift(self) -> float:
-        """``(E - E0) / scale`` of the latest sample in the current segment."""
-        if not self.count or self.e0 is None:
-            return math.nan
-        return (self.data[(self.head - 1) % self.capacity, 2] - self.e0) / self.scale0
-
-    def draw(self, surface: pygame.Surface, rect: pygame.Rect, fonts: Fonts) -> None:
-        panel(surface, rect)
-        font = fonts.small
-        line = font.get_linesize()
-        if not self.count:
-            surface.blit(font.render("energy: no samples yet", True, DIM), rect.move(8, 6))
-            return
-        data = self.ordered()
-        first = self.total_samples - self.count
-        seg = data[max(self.segment_start - first, 0):]
-        if not len(seg):
-            seg = data
-        inner = rect.h - 14 - line
-        plot = pygame.Rect(rect.x + 8, rect.y + 8 + line, rect.w - 16, int(inner * 0.64))
-        dplot = pygame.Rect(plot.x, plot.bottom + 4, plot.w, rect.bottom - 6 - plot.bottom - 4)
-        xs = plot.right - (self.count - 1 - np.arange(self.count)) * (plot.w / self.capacity)
-        # Energy panel: the scale follows the current segment.
-        finite = seg[np.isfinite(seg)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-        if hi - lo < 1e-9 * max(abs(hi), abs(lo), 1e-12):
-            lo, hi = lo - 0.5 * max(abs(lo), 1e-9), hi + 0.5 * max(abs(hi), 1e-9)
-        pad = 0.08 * (hi - lo)
-        lo, hi = lo - pad, hi + pad
-        pygame.draw.rect(surface, (45, 50, 62), plot, 1)
-        if lo < 0 < hi:
-            y0 = _ys(np.array([0.0]), lo, hi, plot)[0]
-            pygame.draw.line(surface, (55, 60, 74), (plot.x, y0), (plot.right, y0))
-        for col, colour in ((0, K_COLOUR), (1, U_COLOUR), (2, E_COLOUR), (3, GHOST_COLOUR)):
-            _polyline(surface, colour, xs, _ys(data[:, col], lo, hi, plot), plot)
-        # Drift panel: (E - E0)/scale of the current segment, symmetric about zero.
-        pygame.draw.rect(surface, (45, 50, 62), dplot, 1)
-        n_seg = len(seg)
-        drift = (seg[:, 2] - (self.e0 if self.e0 is not None else np.nan)) / self.scale0
-        span = float(np.nanmax(np.abs(drift))) if np.isfinite(drift).any() else 0.0
-        span = max(span * 1.15, 1e-6)
-        ym = dplot.centery
-        pygame.draw.line(surface, (55, 60, 74), (dplot.x, ym), (dplot.right, ym))
-        _polyline(surface, DRIFT_COLOUR, xs[-n_seg:], _ys(drift, -span, span, dplot), dplot)
-        for k, (i, label) in enumerate(reversed(self.markers)):
-            x = int(round(xs[min(i - first, self.count - 1)]))
-            pygame.draw.line(surface, MARKER, (x, plot.y), (x, dplot.bottom))
-            if k < 3:                 # the newest three are labelled, one row each
-                tag = font.render(label, True, MARKER)
-                at = pygame.Rect(min(x + 3, rect.right - tag.get_width() - 6),
-                                 plot.y + 2 + k * line, tag.get_width() + 2, line)
-                panel(surface, at)
-                surface.blit(tag, at.move(1, 0))
-        last = data[-1]
-        d = self.drift()
-        head = [("K " + fmt(last[0], "J"), K_COLOUR), ("U " + fmt(last[1], "J"), U_COLOUR),
-                ("E " + fmt(last[2], "J"), E_COLOUR)]
-        if math.isfinite(last[3]):
-            head.append(("ghost E " + fmt(last[3], "J"), GHOST_COLOUR))
-        x = rect.x + 8
-        for t, c in head:
-            r = font.render(t, True, c)
-            surface.blit(r, (x, rect.y + 5))
-            x += r.get_width() + 12
-        drift = f"{d * 100:+.3g}%" if math.isfinite(d) else "—"
-        tag = font.render(f"drift of E since the marker {drift} (±{span * 100:.2g}%)", True,
-                          DRIFT_COLOUR)
-        surface.blit(tag, (dplot.x + 3, dplot.y + 1))
-
-
-def _ys(values: np.ndarray, lo: float, hi: float, rect: pygame.Rect) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return rect.bottom - (values - lo) / (hi - lo) * rect.h
-
-
-def _polyline(surface, colour, xs, ys, clip_rect) -> None:
-    ok = np.isfinite(ys)
-    if ok.sum() < 2:
-        return
-    ys = np.clip(ys[ok], clip_rect.top, clip_rect.bottom)
-    pts = np.stack([xs[ok], ys], axis=1).round().astype(int).tolist()
-    pygame.draw.lines(surface, colour, False, pts, 1)
 
 
 def wrap(font: pygame.font.Font, text: str, width: int) -> list[str]:

@@ -152,6 +152,9 @@ class App:
     def _scene_loaded(self) -> None:
         """A level was (re)loaded: fit its view, say what it is, title the window."""
         self.reset_view()
+        # Under uniform gravity the total energy depends on where y = 0 is: a drift in
+        # % of it means nothing, so the graph reads it in J (an orbit keeps %).
+        self.graph.allow_percent = not any(self.world.config.gravity)
         scene = self.scene
         if scene.description:
             self.message(f"{scene.title}: {scene.description}", seconds=CAPTION_SECONDS)
@@ -486,6 +489,21 @@ def no_display_problem(requested: str | None = None) -> str | None:
     return None
 
 
+def no_display_env(environ=None, platform: str | None = None) -> str | None:
+    """On Linux and the BSDs, a desktop session sets DISPLAY or WAYLAND_DISPLAY: without
+    either (and without SDL_VIDEODRIVER chosen by the user) there is no screen to open
+    a window on. Elsewhere SDL knows best; :func:`no_display_problem` checks after it."""
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return None
+    if env.get("SDL_VIDEODRIVER") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return ("cannot open the sandbox window: no display (DISPLAY and WAYLAND_DISPLAY "
+            "are not set). Run it on a desktop, or set SDL_VIDEODRIVER=dummy to run "
+            "without a window on purpose.")
+
+
 def _set_icon() -> None:
     try:
         pygame.display.set_icon(pygame.image.load(str(ASSETS / "icon.png")))
@@ -506,6 +524,9 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
     # X11 window class (window managers, xdotool search --classname); SDL reads it when
     # the window opens. pygame sets it to the script name ("main.py") on import.
     os.environ["SDL_VIDEO_X11_WMCLASS"] = "verlet-sandbox"
+    if (problem := no_display_env()) is not None:   # before SDL probes (and complains)
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     try:
         pygame.display.init()
         if (problem := no_display_problem()) is not None:

@@ -1,0 +1,136 @@
+"""The window's honesty fixes, headless: events shaped like real ones, the frame rate,
+the HUD's wording and columns, the ghost's choice, the level's description, resizing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pygame
+import pytest
+
+import events as ev
+from sandbox.app.main import App, no_display_env, no_display_problem, scene_from_world
+from sandbox.sim.builders import build_cloth
+from sandbox.sim.integrators import INTEGRATORS
+from sandbox.sim.world import World, WorldConfig
+
+H = 1 / 60
+SIZE = (1280, 800)
+
+
+@pytest.fixture
+def app(tmp_path) -> App:
+    pygame.display.init()
+    pygame.display.set_mode(SIZE)
+    pygame.event.clear()
+    world = World(WorldConfig(iterations=4))
+    build_cloth(world, cols=12, rows=8, spacing=0.1, origin=(-0.6, 1.0), pins="top_corners")
+    return App(scene_from_world(world, h=H, view=((0.0, 0.6), 3.0)), size=SIZE,
+               out_dir=tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(ev.BUILDERS))
+def test_events_match_real_ones(name):
+    """Each builder gives exactly the attributes of the real event (dumped from
+    pygame-ce under X11); a builder with an extra ``mod`` on a mouse button fails."""
+    real = set(ev.REAL[name])
+    assert set(ev.BUILDERS[name]().dict) == real
+
+
+def test_real_mouse_buttons_have_no_mod():
+    assert "mod" not in ev.REAL["MouseButtonDown"] and "mod" in ev.REAL["KeyDown"]
+
+
+def test_shift_from_the_keyboard_state_alone_makes_a_drag_cut(app):
+    """A real Shift: the keyboard state says so (set_mods), no KEYDOWN posted."""
+    x = app.world.particles.x
+    y = float(np.median(x[:, 1])) + 0.05
+    a = app.camera.to_screen([x[:, 0].min() - 0.2, y])
+    b = app.camera.to_screen([x[:, 0].max() + 0.2, y])
+    links = len(app.world.constraints)
+    pygame.key.set_mods(pygame.KMOD_LSHIFT)
+    try:
+        ev.post(*ev.drag(a, b, steps=4))
+        app.frame(H)
+    finally:
+        pygame.key.set_mods(0)
+    assert len(app.world.constraints) < links and app.world.mouse is None
+
+
+def test_fps_is_one_over_the_mean_frame_time_and_the_worst_frame_is_shown(app):
+    """29 frames of 16.7 ms and one of 500 ms: the mean of 1/dt says 58 fps, the truth
+    is 30 frames in 0.983 s = 30.5 fps; the worst frame is 500 ms."""
+    for _ in range(29):
+        app.frame(H)
+    app.frame(0.5)
+    assert app.fps == pytest.approx(30 / (29 * H + 0.5))
+    assert app.worst_frame == 0.5
+    line = next(t for t in app.hud_columns()[0] if isinstance(t, str) and
+                t.startswith("frame"))
+    assert " 31 fps" in line and "worst 500.0 ms" in line
+    for _ in range(70):                                  # a second later it is gone
+        app.frame(H)
+    assert app.worst_frame == pytest.approx(H) and app.fps == pytest.approx(60)
+
+
+def test_the_hud_says_one_iteration_and_its_columns_never_shrink(app):
+    app.world.configure(WorldConfig(iterations=1, substeps=1))
+    app.frame(H)
+    text = " ".join(t if isinstance(t, str) else t[0] for col in app.hud_columns()
+                    for t in col)
+    assert "1 iteration x 1 substep" in text and "1 iterations" not in text
+    widths = list(app._hud_widths)
+    app.do("set_integrator", "rk4")                      # a shorter name...
+    app.frame(H)
+    assert all(w1 >= w0 for w0, w1 in zip(widths, app._hud_widths, strict=True))
+
+
+def test_the_ghost_never_runs_the_worlds_own_integrator(app):
+    names = list(INTEGRATORS)
+    for name in names:
+        app.do("set_integrator", name)
+        app.session.ghost = None
+        app.session.ghost_integrator = name              # what G would have reused
+        app.do("toggle_ghost")
+        assert app.ghost.integrator.name != name
+        for step in (+1, -1) * len(names):
+            app.do("cycle_ghost", step)
+            assert app.ghost.integrator.name != app.integrator
+
+
+def test_a_level_shows_its_description(tmp_path):
+    pygame.display.init()
+    app = App("cloth", size=SIZE, out_dir=tmp_path)
+    assert app.scene.description and any(app.scene.description in m[0]
+                                         for m in app.messages)
+    app.do("toggle_help")
+    app.frame(H)
+    assert app._draw_error is None
+
+
+def test_a_resize_fits_the_view_below_the_hud(app):
+    top = app.safe_area()[1]
+    pygame.display.set_mode((900, 700))
+    app.screen = pygame.display.get_surface()
+    ev.post(ev.window_size_changed(900, 700))
+    app.frame(H)
+    assert app.size == (900, 700) and app.canvas.get_size() == (900, 700)
+    sx, sy, sw, sh = app.safe_area()
+    assert sy >= top                                      # the narrow HUD is taller
+    # The level's view (3 m wide around (0, 0.6)) lies inside the free area.
+    w = app.scene.view_width
+    h = w * 700 / 900
+    corners = app.camera.to_screen([[-w / 2, 0.6 - h / 2], [w / 2, 0.6 + h / 2]])
+    assert corners[:, 1].min() >= sy - 1 and corners[:, 1].max() <= sy + sh + 1
+    assert corners[:, 0].min() >= -1 and corners[:, 0].max() <= 901
+
+
+def test_no_display_is_detected_from_the_environment_and_the_driver():
+    assert no_display_env({}, "linux") is not None
+    assert no_display_env({"DISPLAY": ":0"}, "linux") is None
+    assert no_display_env({"SDL_VIDEODRIVER": "dummy"}, "linux") is None
+    assert no_display_env({}, "darwin") is None and no_display_env({}, "win32") is None
+    pygame.display.init()                                 # the tests' dummy driver
+    assert pygame.display.get_driver() == "dummy"
+    assert no_display_problem("dummy") is None            # asked for: fine
+    assert "dummy" in no_display_problem("")              # fell back to it: refused
