@@ -4,11 +4,11 @@ the HUD's wording and columns, the ghost's choice, the level's description, resi
 
 from __future__ import annotations
 
+import events as ev
 import numpy as np
 import pygame
 import pytest
 
-import events as ev
 from sandbox.app.main import App, no_display_env, no_display_problem, scene_from_world
 from sandbox.sim.builders import build_cloth
 from sandbox.sim.integrators import INTEGRATORS
