@@ -206,16 +206,13 @@ class Overlay:
             f = self.fonts.text
             lines = wrap(f, description, s.get_width() - 40)
             step = f.get_linesize()
-            head = pygame.Surface((s.get_width(), 18 + step * (len(lines) + 1)),
-                                  pygame.SRCALPHA)
-            head.fill((8, 10, 14, 242))
-            head.blit(f.render(title, True, KEY), (20, 10))
+            head_h = 18 + step * (len(lines) + 1)
+            both = pygame.Surface((s.get_width(), head_h + s.get_height()), pygame.SRCALPHA)
+            both.fill((8, 10, 14, 242))
+            both.blit(f.render(title, True, KEY), (20, 10))
             for k, line in enumerate(lines):
-                head.blit(f.render(line, True, TEXT), (20, 10 + step * (k + 1)))
-            both = pygame.Surface((s.get_width(), head.get_height() + s.get_height()),
-                                  pygame.SRCALPHA)
-            both.blit(head, (0, 0))
-            both.blit(s, (0, head.get_height()))
+                both.blit(f.render(line, True, TEXT), (20, 10 + step * (k + 1)))
+            both.blit(s, (0, head_h), special_flags=pygame.BLEND_RGBA_MAX)
             s = both
         fit = min((surface.get_width() - 16) / s.get_width(),
                   (surface.get_height() - 16) / s.get_height(), 1.0)

@@ -96,7 +96,7 @@ del K
 
 #: Mouse gestures, for the help overlay (handled by the app's mouse handlers).
 MOUSE_HELP: list[tuple[str, str]] = [
-    ("Left drag", "grab and drag the nearest particle"),
+    ("Left drag", "hold the nearest particle on a spring (a flick throws it)"),
     ("Shift+Left drag", "cut every link the path crosses"),
     ("Right click", "pin / unpin the nearest particle"),
     ("Middle drag", "pan"),
