@@ -239,6 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--frames", type=int, default=None, metavar="N",
                        help="frames per round (default: per scenario)")
     bench.add_argument("--no-pymunk", action="store_true", help="skip the pymunk twins")
+    bench.add_argument("--load", type=int, default=0, metavar="N",
+                       help="run N busy processes beside the timed frames (started and "
+                            "stopped by the bench) to see the speed on a busy machine")
+    bench.add_argument("--threads", default="auto", choices=("auto", "1", "2"),
+                       help="constraint sweep threads: auto (chosen from the machine's "
+                            "load and measured speed-up), 1, or 2 (big batches spread)")
+    bench.add_argument("--no-cref", action="store_true",
+                       help="do not time the C reference kernel (it needs gcc)")
     bench.add_argument("--results-dir", default="bench/results", metavar="DIR",
                        help="per-machine results folder (default: bench/results)")
     bench.add_argument("--no-save", action="store_true",

@@ -197,3 +197,56 @@ def test_profile_prints_the_top_functions():
     text = buf.getvalue()
     assert "by tottime" in text and "by cumulative" in text
     assert "world.py" in text
+
+
+def test_busy_load_starts_and_always_stops_its_processes():
+    with bench.BusyLoad(2) as load:
+        procs = list(load.procs)
+        assert load.running() == 2
+    assert all(p.poll() is not None for p in procs)
+    with pytest.raises(RuntimeError), bench.BusyLoad(1) as load:     # an error inside
+        procs = list(load.procs)
+        raise RuntimeError("boom")
+    assert all(p.poll() is not None for p in procs)
+    with bench.BusyLoad(0) as load:
+        assert load.running() == 0
+
+
+def test_c_reference_covers_the_cloth_links_once():
+    """The C frame's batches hold every link of a structural (+ shear) n x n grid once,
+    as contiguous slices of the even-then-odd layout, less the pinned top row's own
+    links (they move nothing)."""
+    for n in (6, 7):
+        for shear in (False, True):
+            links = 0
+            for ra, ca, rb, cb, _rest, _exact in bench.cref_ops(n, shear):
+                h, w = ra.stop - ra.start, ca.stop - ca.start
+                assert (rb.stop - rb.start, cb.stop - cb.start) == (h, w)
+                links += h * w
+            want = 2 * n * (n - 1) + (2 * (n - 1) ** 2 if shear else 0) - (n - 1)
+            assert links == want
+
+
+def test_targets_follow_the_load_and_the_c_ratio():
+    rows = {"cloth200_shear": {"status": "ok", "physics_ms": 8.0, "frame_ms": 20.0,
+                               "cref_ratio": 3.0}}
+    for load, frame, ratio in ((0, "FAIL", "FAIL"), (1, "PASS", "FAIL"), (2, None, "PASS")):
+        got = {(t["scenario"], t["metric"]): t["result"]
+               for t in (t.check(rows) for t in bench.targets_for(load))}
+        assert got[("cloth200_shear", "cref_ratio")] == ratio
+        assert got.get(("cloth200_shear", "frame_ms")) == frame
+    ratios = bench.cref_ratios({"cloth200_shear": {"physics_ms": 6.0}}, {"f64_shear": 2.0})
+    assert ratios == {"cloth200_shear": 3.0}
+
+
+def test_load_option_runs_beside_busy_processes_and_notes_it(tmp_path):
+    out_json = tmp_path / "out.json"
+    r = subprocess.run([sys.executable, "main.py", "bench", "--quick", "--only", "cloth50",
+                        "--load", "1", "--threads", "1", "--no-pymunk", "--no-save",
+                        "--json", str(out_json)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "load: 1 busy process" in r.stdout
+    report = json.loads(out_json.read_text())
+    assert report["run"]["load"] == 1 and report["run"]["load_running_at_end"] == 1
+    assert report["run"]["threads"] == "1" and report["rows"][0]["threads"] == "serial"
