@@ -25,23 +25,29 @@ except ImportError:  # pragma: no cover
     njit = prange = None
     INSTALLED = False
 
-_ready = INSTALLED
+PARTS = ("kernels", "contacts")         # the constraint/Verlet kernels, the contact stages
+_ready: set[str] = set(PARTS) if INSTALLED else set()
 _local = threading.local()
 
 
-def usable() -> bool:
-    """True when the calling thread may use the compiled kernels."""
-    return _ready or getattr(_local, "loading", False)
+def usable(part: str = "kernels") -> bool:
+    """True when the calling thread may use the compiled kernels of ``part``."""
+    return part in _ready or getattr(_local, "loading", False)
 
 
-def set_ready(ready: bool) -> None:
-    """Switch every thread to the compiled kernels (True) or to the numpy references."""
-    global _ready
-    _ready = bool(ready) and INSTALLED
+def set_ready(ready: bool, part: str | None = None) -> None:
+    """Switch every thread to the compiled kernels (True) or to the numpy references,
+    for one ``part`` of :data:`PARTS` or (None) all of them."""
+    parts = PARTS if part is None else (part,)
+    for p in parts:
+        if ready and INSTALLED:
+            _ready.add(p)
+        else:
+            _ready.discard(p)
 
 
-def ready() -> bool:
-    return _ready
+def ready(part: str | None = None) -> bool:
+    return all(p in _ready for p in (PARTS if part is None else (part,)))
 
 
 @contextmanager

@@ -50,7 +50,7 @@ def __getattr__(name):
     # ``AVAILABLE``: the compiled kernels may run now (``backend.usable``): False while
     # the app's background warm-up compiles them, and without numba.
     if name == "AVAILABLE":
-        return backend.usable()
+        return backend.usable("contacts")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

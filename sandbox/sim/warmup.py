@@ -14,9 +14,12 @@ compiled kernels between two calls (``backend.set_ready``). How:
 1. If the kernels are not known to be in the cache (a first start, or the kernel
    sources changed), a child process (``python -m sandbox.sim.warmup``, at a lower
    priority) compiles them and fills the disk cache: 35-50 s on a 2-core machine, on
-   the other core, with this process's interpreter lock untouched.
-2. A thread of this process then loads them from the cache (about a second, during
-   which frames run slower but do not stop) and switches every world over.
+   the other core, with this process's interpreter lock untouched. It does the
+   constraint and Verlet kernels first (~10 s a float type: list the level's type
+   first) and says so; the contact stages follow.
+2. A thread of this process loads each part from the cache as soon as it is there
+   (well under a second, during which frames run slower but do not stop) and switches
+   every world over: cloths get their compiled kernels before the contact stages.
 
 When the cache is known to be full (a marker file beside it, named by a hash of the
 kernel sources, numba's version and the float types), the worlds use the compiled
@@ -51,14 +54,18 @@ ROOT = Path(__file__).resolve().parents[2]       # the folder holding the sandbo
 WARM_DELAY_S = 1.5
 
 
-def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=()) -> None:
+def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
+            on_kernels=None) -> None:
     """Every kernel for worlds of the float types ``dtypes``; the contact stages for
     ``contact_dtypes`` (default: ``dtypes``; ``()`` skips them); then each
-    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's)."""
+    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's).
+    ``on_kernels()`` is called once the constraint and Verlet kernels are done."""
     if not backend.INSTALLED:
         return
     with backend.loading():
         kernels.warm_up(dtypes)
+        if on_kernels is not None:
+            on_kernels()
         _contacts(dtypes if contact_dtypes is None else contact_dtypes)
     for spec in extra:
         mod, _, fn = spec.partition(":")
@@ -148,6 +155,7 @@ class Warmup:
         self.use_process = use_process
         self.fingerprint = ""
         self.warm = False               # the cache was filled for these kernels before
+        self.ready_parts: set[str] = set()      # switched over already (backend.PARTS)
         self.phase = "loading"
         self.error: str | None = None
         self.seconds: float | None = None
@@ -167,12 +175,15 @@ class Warmup:
 
     def status(self) -> str:
         if self.phase == "compiling":
-            return f"compiling kernels (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
+            what = ("contact kernels" if "kernels" in self.ready_parts else "kernels")
+            return f"compiling {what} (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
         if self.phase == "loading":
             return "loading kernels" if self.warm else "loading kernels (numpy meanwhile)"
         if self.phase == "ready":
             return "compiled kernels ready"
         if self.error:
+            if "kernels" in self.ready_parts:
+                return "compiled kernels, numpy contacts (compiling failed)"
             return "numpy kernels (compiling failed)"
         return "numpy kernels (numba not installed)"
 
@@ -206,6 +217,10 @@ class Warmup:
                 # kernel in ~0.1 s): let the first frames have the interpreter, then
                 # load the rest so that a level switch does not wait for it.
                 time.sleep(WARM_DELAY_S)
+            if "kernels" not in self.ready_parts:
+                with backend.loading():
+                    kernels.warm_up(self.dtypes)
+                self._part_ready("kernels")
             warm_up(self.dtypes, self.contact_dtypes, self.extra)
             backend.set_ready(True)
             self.seconds = time.monotonic() - self._t0
@@ -221,6 +236,10 @@ class Warmup:
         finally:
             self._done.set()
 
+    def _part_ready(self, part: str) -> None:
+        backend.set_ready(True, part)
+        self.ready_parts.add(part)
+
     def _compile_in_child(self) -> None:
         cmd = [sys.executable, "-m", "sandbox.sim.warmup", "--dtypes", ",".join(self.dtypes),
                "--contact-dtypes", ",".join(self.contact_dtypes) or "none"]
@@ -230,8 +249,21 @@ class Warmup:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH"))
                                             if p)
         self._proc = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, err = self._proc.communicate()
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        errors: list[bytes] = []
+        drain = threading.Thread(target=lambda: errors.append(self._proc.stderr.read()),
+                                 daemon=True)
+        drain.start()
+        for line in self._proc.stdout:
+            # The child has the constraint and Verlet kernels in the cache: load them
+            # here and switch the cloths over while it goes on with the contact stages.
+            if line.strip() == b"kernels ready" and not self._closed:
+                with backend.loading():
+                    kernels.warm_up(self.dtypes)
+                self._part_ready("kernels")
+        self._proc.wait()
+        drain.join(10)
+        err = b"".join(errors)
         if self._proc.returncode != 0 and not self._closed:
             tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise RuntimeError(f"warm-up process exited {self._proc.returncode}: {tail[0]}")
@@ -273,7 +305,8 @@ def _main(argv=None) -> int:
     except (AttributeError, OSError):            # pragma: no cover
         pass
     cd = () if args.contact_dtypes == "none" else tuple(args.contact_dtypes.split(","))
-    warm_up(tuple(args.dtypes.split(",")), cd, tuple(args.extra))
+    warm_up(tuple(args.dtypes.split(",")), cd, tuple(args.extra),
+            on_kernels=lambda: print("kernels ready", flush=True))
     return 0
 
 
