@@ -221,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="frame time fed to the timestep policy, s (default: the level's h)")
     sim.add_argument("--seed", type=int, default=None, help="override the level's seed")
     sim.add_argument("--out", required=True, metavar="FILE.npz", help="output file")
+    sim.add_argument("--every", type=int, default=1, metavar="K",
+                     help="keep every K-th step's state (and the first and last; "
+                          "default 1: all)")
+    sim.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+                     help="float type of the stored positions and velocities "
+                          "(float32: half the archive)")
     sim.set_defaults(func=cmd_simulate)
 
     bench = sub.add_parser("bench", help="time the scenario table against pymunk; "

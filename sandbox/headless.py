@@ -51,35 +51,57 @@ class _Recorder:
     energy array have ``steps + 1`` rows (as :func:`sandbox.sim.integrators.integrate`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, every: int = 1, dtype=np.float64) -> None:
+        self.every = max(int(every), 1)
+        self.dtype = np.dtype(dtype)
+        self.steps = 0                  # steps taken so far
+        self.step: list[int] = []       # the step index of each sample
         self.t: list[float] = []
         self.h: list[float] = []
         self.x: list[np.ndarray] = []
         self.v: list[np.ndarray] = []
         self.energy: list[dict[str, float]] = []
 
-    def sample(self, world, h: float | None = None) -> None:
+    def sample(self, world, h: float | None = None, force: bool = False) -> None:
+        """Record the state after a step of ``h`` (None: the initial state); only every
+        ``every``-th step is kept (``force``: this one too, e.g. the last)."""
         p = world.particles
         if h is not None:
             self.h.append(h)
+            self.steps += 1
+            if not force and self.steps % self.every:
+                return
+        if self.step and self.step[-1] == self.steps:
+            return                      # already kept
+        self.step.append(self.steps)
         self.t.append(float(world.t))
-        self.x.append(p.x.copy())
-        self.v.append(p.v.copy())
+        self.x.append(p.x.astype(self.dtype))
+        self.v.append(p.v.astype(self.dtype))
         self.energy.append(world.energy())
 
-    @staticmethod
-    def _stack(rows: list[np.ndarray]) -> np.ndarray:
+    def finish(self, world) -> None:
+        """Keep the final state even when it is not an ``every``-th step."""
+        if self.steps and self.step[-1] != self.steps:
+            self.step.append(self.steps)
+            p = world.particles
+            self.t.append(float(world.t))
+            self.x.append(p.x.astype(self.dtype))
+            self.v.append(p.v.astype(self.dtype))
+            self.energy.append(world.energy())
+
+    def _stack(self, rows: list[np.ndarray]) -> np.ndarray:
         # The particle count is constant for every shipped body; should a tool ever add
         # particles mid-run, pad with NaN instead of failing at the very end.
         n = max((r.shape[0] for r in rows), default=0)
-        out = np.full((len(rows), n, 2), np.nan)
+        out = np.full((len(rows), n, 2), np.nan, self.dtype)
         for k, r in enumerate(rows):
             out[k, : r.shape[0]] = r
         return out
 
     def arrays(self) -> dict[str, np.ndarray]:
         keys = list(self.energy[0]) if self.energy else []
-        data = {"t": np.array(self.t), "h": np.array(self.h),
+        data = {"t": np.array(self.t), "h": np.array(self.h), "step": np.array(self.step),
+                "every": np.array(self.every),
                 "x": self._stack(self.x), "v": self._stack(self.v),
                 "energy_keys": np.array(keys, dtype=str)}
         for k in keys:
@@ -97,16 +119,27 @@ def run_simulate(args: argparse.Namespace) -> int:
     """Run a level headless for ``args.steps`` frames and save the trajectory to ``args.out``.
 
     ``args``: ``level``, ``steps``, ``out``, and optional ``integrator``, ``timestep``,
-    ``dt`` (frame time, s; default the level's ``h``) and ``seed``. The ``.npz`` holds
-    ``t (k+1,)``, ``h (k,)``, ``x`` and ``v (k+1, n, 2)``, ``energy_<key> (k+1,)`` for
-    every key of ``World.energy()`` (listed in ``energy_keys``), ``level``,
-    ``integrator``, ``timestep``; ``k`` is the number of steps the policy planned.
+    ``dt`` (frame time, s; default the level's ``h``), ``seed``, ``every`` (keep every
+    K-th step, default 1) and ``dtype`` (of the stored ``x`` and ``v``: float64 or
+    float32). The ``.npz`` holds ``h (k,)`` for every step and, for the ``s`` kept
+    states (step 0, every K-th step and the last), ``step (s,)`` (their step numbers),
+    ``t (s,)``, ``x`` and ``v (s, n, 2)``, ``energy_<key> (s,)`` for every key of
+    ``World.energy()`` (listed in ``energy_keys``); and ``every``, ``level``,
+    ``integrator``, ``timestep``. ``k`` is the number of steps the policy planned; with
+    ``every`` 1, ``s = k + 1``.
     """
     from .levels import build_world, make_policy_for
     from .sim.world import SimulationDiverged
 
     if args.steps < 0:
         return _error(f"--steps must be >= 0, got {args.steps}", 2)
+    every = getattr(args, "every", None)
+    every = 1 if every is None else every
+    if every < 1:
+        return _error(f"--every must be >= 1, got {every}", 2)
+    store = getattr(args, "dtype", None) or "float64"
+    if store not in ("float64", "float32"):
+        return _error(f"--dtype must be float64 or float32, got {store}", 2)
     if args.dt is not None and not (math.isfinite(args.dt) and args.dt > 0):
         return _error(f"--dt must be a positive finite number of seconds, got {args.dt}", 2)
     for flag, value, registry in (("--integrator", args.integrator, INTEGRATORS),
@@ -132,7 +165,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     world = build_world(level)
     policy = make_policy_for(level)
     dt = level.world.h if args.dt is None else args.dt
-    rec = _Recorder()
+    rec = _Recorder(every, store)
     rec.sample(world)
     frames = range(args.steps)
     if sys.stderr.isatty():
@@ -150,6 +183,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     finally:
         if hasattr(frames, "close"):
             frames.close()
+    rec.finish(world)
     data = rec.arrays()
     data.update(level=np.array(str(path)), integrator=np.array(level.world.integrator),
                 timestep=np.array(level.world.timestep))
@@ -157,5 +191,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         _save_npz(out, data)
     except OSError as e:
         return _error(f"cannot write {out}: {e.strerror or e}", 2)
-    print(f"wrote {out}: {len(rec.h)} steps, {world.n} particles, t = {world.t:.4f} s")
+    kept = f", {len(rec.t)} states kept (every {every})" if every > 1 else ""
+    print(f"wrote {out}: {len(rec.h)} steps{kept}, {world.n} particles, t = {world.t:.4f} s, "
+          f"{out.stat().st_size / 1e6:.1f} MB")
     return code
