@@ -273,6 +273,51 @@ def check_quit(app, b):
     assert not app.running
 
 
+def check_toggle_panel(app, b):
+    assert app.show_panel and app.safe_area()[2] < app.size[0]     # the column is taken
+    wide = app.safe_area()
+    press(app, b.key, b.mods)
+    assert not app.show_panel
+    press(app, pygame.K_f, pygame.KMOD_SHIFT)          # the portrait too: no column left
+    assert app.safe_area()[2] == app.size[0] > wide[2]
+    press(app, b.key, b.mods)
+    assert app.show_panel
+
+
+def check_toggle_trails(app, b):
+    before = app.show_trails
+    press(app, b.key, b.mods)
+    assert app.show_trails is not before
+
+
+def check_toggle_phase(app, b):
+    before = app.show_phase
+    press(app, b.key, b.mods)
+    assert app.show_phase is not before
+
+
+def check_phase_axis(app, b):
+    before = app.portrait.axis
+    press(app, b.key, b.mods)
+    assert app.portrait.axis == 1 - before
+
+
+def check_caption(app, b):
+    app.session.scene.description = "a test scene"
+    app.session.scene.hint = "press nothing"
+    app.messages.clear()
+    press(app, b.key, b.mods)
+    text = " ".join(m[0] for m in app.messages)
+    assert "a test scene" in text and "try: press nothing" in text
+
+
+def check_hz(app, b):
+    h = app.policy.nominal_h
+    press(app, b.key, b.mods)
+    assert 1 / app.policy.nominal_h == pytest.approx(round(b.arg / h))
+    assert type(app.policy).__name__ == type(app.session._make_policy(app.timestep)).__name__
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
           if name.startswith("check_")}
 

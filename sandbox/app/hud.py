@@ -22,8 +22,9 @@ K_COLOUR = (110, 215, 140)
 U_COLOUR = (110, 160, 255)
 E_COLOUR = (240, 240, 245)
 DRIFT_COLOUR = (255, 170, 60)
-GHOST_COLOUR = (80, 220, 255)
-MARKER = (255, 90, 200)
+TRAIL_COLOUR = (255, 205, 90)
+GHOST_COLOUR = (255, 80, 220)       # the ghost: hot pink, far from the strain colours
+MARKER = (180, 140, 255)
 
 _MONO = "dejavusansmono,notosansmono,liberationmono,menlo,consolas,couriernew,monospace"
 #: The shipped font (``assets/fonts``, with its licence): the HUD looks and lines up the

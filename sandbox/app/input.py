@@ -124,6 +124,8 @@ class Input:
             self.cut_count = 0
         elif button == 1:
             self.grabbed = app.session.grab(p, self._pick_radius())
+            if self.grabbed is not None:
+                app.do("select", self.grabbed)       # a click selects it, too
         elif button == 3:
             app.session.toggle_pin(p, self._pick_radius())
         elif button == 2:

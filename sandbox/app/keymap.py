@@ -73,6 +73,15 @@ KEYMAP: list[Binding] = [
     Binding(K.K_n, NONE, "level", "next level", arg=+1),
     Binding(K.K_p, NONE, "level", "previous level", arg=-1),
     Binding(K.K_e, NONE, "toggle_graph", "energy graph on / off"),
+    Binding(K.K_TAB, NONE, "toggle_panel", "control panel on / off"),
+    Binding(K.K_l, NONE, "toggle_trails", "trails on / off"),
+    Binding(K.K_f, NONE, "phase_axis", "phase portrait: x or y"),
+    Binding(K.K_f, SHIFT, "toggle_phase", "phase portrait on / off"),
+    Binding(K.K_c, NONE, "caption", "show the level's caption again"),
+    Binding(K.K_EQUALS, ALT, "hz", "more steps per second (h smaller)", arg=1.25,
+            repeat=True),
+    Binding(K.K_MINUS, ALT, "hz", "fewer steps per second (h larger)", arg=0.8,
+            repeat=True),
     Binding(K.K_h, NONE, "toggle_help", "this help"),
     Binding(K.K_F1, NONE, "toggle_help", "this help"),
     Binding(K.K_g, NONE, "toggle_ghost", "ghost: a copy run by another integrator"),
@@ -96,7 +105,8 @@ del K
 
 #: Mouse gestures, for the help overlay (handled by the app's mouse handlers).
 MOUSE_HELP: list[tuple[str, str]] = [
-    ("Left drag", "hold the nearest particle on a spring (a flick throws it)"),
+    ("Left drag", "hold the nearest particle on a spring (a flick throws it);"
+                  " a click selects it for the phase portrait"),
     ("Shift+Left drag", "cut every link the path crosses"),
     ("Right click", "pin / unpin the nearest particle"),
     ("Middle drag", "pan"),

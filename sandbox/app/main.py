@@ -43,14 +43,19 @@ from .hud import (
     DIM,
     GHOST_COLOUR,
     KEY,
+    TEXT,
+    TRAIL_COLOUR,
     WARN,
     Fonts,
     Overlay,
     columns_block,
+    panel,
     strain_legend,
 )
 from .input import Input
-from .render import WorldRenderer
+from .panel import WIDTH as PANEL_WIDTH
+from .panel import ControlPanel
+from .render import BACKGROUND, WorldRenderer
 from .session import (  # noqa: F401 - re-exported: the app's public scene API
     ITERATIONS,
     SPEEDS,
@@ -61,8 +66,10 @@ from .session import (  # noqa: F401 - re-exported: the app's public scene API
     scene_from_level,
     scene_from_world,
 )
+from .trails import History, PhasePortrait, draw_trails, trail_candidates
 
 DEFAULT_LEVEL = "playground"
+_POINTER_EVENTS = (pygame.MOUSEMOTION, pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP)
 WINDOW_SIZE = (1280, 800)
 TITLE = "Verlet Sandbox"
 MESSAGE_SECONDS = 4.0
@@ -102,6 +109,14 @@ class App:
         self.running = True
         self.show_help = False
         self.show_graph = True
+        self.show_panel = True
+        self.show_trails = True
+        self.show_phase = True
+        self.portrait = PhasePortrait()
+        self.history: History | None = None
+        self.ghost_history: History | None = None
+        self.panel: ControlPanel | None = None
+        self.pointer = (-1, -1)                      # px, the last event's mouse position
         self.messages: list[list] = []             # [text, seconds left, is_error]
         self.frame_count = 0
         self.last_dt = 0.0
@@ -113,7 +128,7 @@ class App:
         self._view = None
         self.input = Input(self)
         self.session = Session(scene, on_message=self.message,
-                               on_segment=self.graph.new_segment, on_clear=self.graph.clear)
+                               on_segment=self.graph.new_segment, on_clear=self._cleared)
 
         # Command table: keymap actions -> methods (dispatch by lookup, never an if-chain).
         s = self.session
@@ -128,6 +143,13 @@ class App:
             "pan": self.pan, "zoom": self.zoom, "reset_view": self.reset_view,
             "screenshot": self.screenshot, "save_snapshot": self.save_snapshot,
             "load_snapshot": self.load_snapshot, "quit": self.quit,
+            "set_timestep": s.set_timestep, "hz": s.scale_hz, "set_hz": s.set_hz,
+            "set_substeps": s.set_substeps, "set_iterations": s.set_iterations,
+            "set_speed": s.set_speed, "set_ghost": s.set_ghost, "set_level": self.set_level,
+            "ghost_off": lambda: s.set_ghost(None),
+            "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
+            "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
+            "caption": self.caption, "select": self.select,
         }
         self._scene_loaded()
 
@@ -149,17 +171,22 @@ class App:
     speed = property(lambda self: self.session.speed,
                      lambda self, v: setattr(self.session, "speed", v))
 
+    def _cleared(self) -> None:
+        """A new or reset world: the graph and the trails start again."""
+        self.graph.clear()
+        self.history = self.ghost_history = None
+        self.portrait.particle = None
+
     def _scene_loaded(self) -> None:
         """A level was (re)loaded: fit its view, say what it is, title the window."""
+        self._place_panel()
         self.reset_view()
         # Under uniform gravity the total energy depends on where y = 0 is: a drift in
         # % of it means nothing, so the graph reads it in J (an orbit keeps %).
         self.graph.allow_percent = not any(self.world.config.gravity)
-        scene = self.scene
-        if scene.description:
-            self.message(f"{scene.title}: {scene.description}", seconds=CAPTION_SECONDS)
+        self.caption()
         if self.screen is not None:
-            pygame.display.set_caption(f"{TITLE} - {scene.title}")   # ASCII: X in a C locale
+            pygame.display.set_caption(f"{TITLE} - {self.scene.title}")   # ASCII for X
 
     def reset(self) -> None:
         self.input.grabbed = None
@@ -169,6 +196,19 @@ class App:
         self.input.grabbed = None
         self.session.change_level(step)
         self._scene_loaded()
+
+    def set_level(self, name: str) -> None:
+        self.input.grabbed = None
+        self.session.set_level(name)
+        self._scene_loaded()
+
+    def caption(self) -> None:
+        """The level's description and what to try, for a few seconds."""
+        scene = self.scene
+        if scene.description:
+            self.message(f"{scene.title}: {scene.description}", seconds=CAPTION_SECONDS)
+        if scene.hint:
+            self.message(f"try: {scene.hint}", seconds=CAPTION_SECONDS)
 
     def set_integrator(self, name: str) -> None:
         self.session.set_integrator(name)
@@ -181,6 +221,14 @@ class App:
     def frame(self, dt: float) -> None:
         """One frame: events, physics for ``dt`` seconds of real time, drawing."""
         for event in pygame.event.get():
+            if event.type in _POINTER_EVENTS:
+                self.pointer = tuple(event.pos)
+            if self.show_panel and self.panel is not None:
+                try:
+                    if self.panel.process(event):
+                        continue                      # a click on the panel, not the scene
+                except Exception as e:              # a widget bug must not close the app
+                    self.report("control panel", e)
             self.handle(event)
         if not self.running:
             return
@@ -211,8 +259,34 @@ class App:
             e, ghost_total = self.session.sample_energy()
             self.graph.add(self.world.t, e["kinetic"], e["potential"], e["total"],
                            ghost_total)
+            self._record_history()
         self._smooth("physics", t1 - t0)
         self._smooth("energy", time.perf_counter() - t1)
+
+    def _record_history(self) -> None:
+        """Positions and velocities of the trail particles, world and ghost."""
+        s = self.session
+        p = s.world.particles
+        idx = trail_candidates(p.mass, p.radius, p.inv_mass > 0)
+        k = self.portrait.particle
+        if k is not None and k < p.n and k not in idx:
+            idx = np.append(idx, k)
+        if self.history is None or not np.array_equal(self.history.idx, idx):
+            self.history = History(idx)
+            self.ghost_history = None
+        self.history.add(p.x, p.v)
+        if s.ghost is None:
+            self.ghost_history = None
+        else:
+            g = s.ghost.particles
+            if self.ghost_history is None or self._ghost_seen is not s.ghost:
+                self.ghost_history = History(idx)
+                self._ghost_seen = s.ghost
+            self.ghost_history.add(g.x, g.v)
+        if self.portrait.particle is None and len(idx):
+            self.portrait.particle = int(idx[0])
+
+    _ghost_seen = None
 
     def _count_frame(self, dt: float) -> None:
         """Keep the frame times of the last second (at least the newest frame)."""
@@ -269,6 +343,7 @@ class App:
         self.canvas = pygame.Surface(self.size, 0, 32)
         self.camera.resize(self.size)
         self._hud_widths = []
+        self._place_panel()
         self.reset_view()
 
     # --- commands of the window ---------------------------------------------------
@@ -289,6 +364,27 @@ class App:
     def toggle_help(self) -> None:
         self.show_help = not self.show_help
 
+    def toggle_panel(self) -> None:
+        self.show_panel = not self.show_panel
+        self._place_panel()
+        self.reset_view()
+
+    def toggle_trails(self) -> None:
+        self.show_trails = not self.show_trails
+
+    def toggle_phase(self) -> None:
+        self.show_phase = not self.show_phase
+        self.reset_view()
+
+    def phase_axis(self) -> None:
+        self.portrait.axis = 1 - self.portrait.axis
+
+    def select(self, k: int | None) -> None:
+        """The particle the phase portrait follows (and that gets a trail)."""
+        if k is not None and 0 <= k < self.world.n:
+            self.portrait.particle = int(k)
+            self.history = None                       # re-chosen with it next frame
+
     def pan(self, frac) -> None:
         fx, fy = frac
         self.camera.pan_pixels(-fx * self.size[0], fy * self.size[1])
@@ -306,11 +402,46 @@ class App:
         band = 16 + (7 if two else 14) * self.fonts.text.get_linesize()
         return two, (band + 40 if two else band)
 
+    def _right_column(self) -> bool:
+        """The control panel and the phase portrait share a column at the right."""
+        return (self.show_panel or self.show_phase) and self.size[0] >= 2 * PANEL_WIDTH + 200
+
+    def _column_rects(self) -> tuple[pygame.Rect | None, pygame.Rect | None]:
+        """``(panel, portrait)`` rects in the right column (None: not shown)."""
+        if not self._right_column():
+            return None, None
+        x = self.size[0] - PANEL_WIDTH - 8
+        y = 8 + self._layout()[1] + 8
+        bottom = self.size[1] - 8
+        panel_rect = None
+        if self.show_panel:
+            panel_rect = pygame.Rect(x, y, PANEL_WIDTH, ControlPanel.HEIGHT)
+            y = panel_rect.bottom + 8
+        portrait = None
+        if self.show_phase and bottom - y >= 120:
+            portrait = pygame.Rect(x, y, PANEL_WIDTH, min(bottom - y, 260))
+        return panel_rect, portrait
+
+    def _place_panel(self) -> None:
+        rect, _ = self._column_rects()
+        if rect is None:
+            return
+        if self.panel is None:
+            try:
+                self.panel = ControlPanel(self, rect)
+            except Exception as e:                    # the window works without it
+                self.report("control panel", e)
+                self.show_panel = False
+        else:
+            self.panel.place(rect)
+
     def safe_area(self) -> tuple[int, int, int, int]:
-        """``(x, y, w, h)`` of the window not under the top panels or the bottom legend."""
+        """``(x, y, w, h)`` of the window not under the top panels, the right column or
+        the bottom legend."""
         top = 8 + self._layout()[1] + 10
         bottom = self.size[1] - (self.fonts.small.get_linesize() + 10) - 16
-        return (0, top, self.size[0], max(bottom - top, 1))
+        right = self.size[0] - (PANEL_WIDTH + 16 if self._right_column() else 0)
+        return (0, top, right, max(bottom - top, 1))
 
     def screenshot(self) -> Path:
         path = files.save_png(self.canvas, self.out_dir / "screenshots")
@@ -345,10 +476,18 @@ class App:
             view = self._view = world.view()
             r.background(surf, cam, world.config.bounds)
             r.shapes(surf, cam, view.shapes)
+            if self.show_trails:
+                if self.ghost_history is not None:
+                    draw_trails(surf, cam.to_screen, self.ghost_history, GHOST_COLOUR,
+                                BACKGROUND)
+                if self.history is not None:
+                    draw_trails(surf, cam.to_screen, self.history, TRAIL_COLOUR, BACKGROUND)
             x = self._positions(world, s.x_before)
             r.world(surf, cam, view, x)
             if s.ghost is not None:
-                r.ghost(surf, cam, s.ghost.view(), self._positions(s.ghost, s.ghost_before))
+                gx = self._positions(s.ghost, s.ghost_before)
+                r.ghost(surf, cam, s.ghost.view(), gx)
+                self._ghost_label(surf, gx)
             r.hand(surf, cam, view, x)
             if self.input.cut_path is not None:
                 r.cut_path(surf, cam.to_screen(np.array(self.input.cut_path)))
@@ -379,7 +518,7 @@ class App:
                    if s.timestep in ("fixed", "variable") else "")
         springs = f" · {plural(len(view.spring_i), 'spring')}" if len(view.spring_i) else ""
         ms = self.timings
-        ghost = (("ghost       " + s.ghost.integrator.label + " (cyan)", GHOST_COLOUR)
+        ghost = (("ghost       " + s.ghost.integrator.label + " (pink)", GHOST_COLOUR)
                  if s.ghost is not None else ("ghost       off (G)", DIM))
         hand: str | tuple = ("hand        left drag: a spring to the cursor", DIM)
         if w.mouse is not None:
@@ -432,8 +571,31 @@ class App:
             self.overlay.banner(surf, *self.banner, top=hud.bottom + 12)
         self.overlay.messages(surf, [(m[0], m[2]) for m in self.messages],
                               bottom=surf.get_height() - legend_h - 14)
+        panel_rect, portrait = self._column_rects()
+        if portrait is not None:
+            self.portrait.draw(surf, portrait, f.small, self.history, self.ghost_history,
+                               {"world": TRAIL_COLOUR, "ghost": GHOST_COLOUR, "dim": DIM,
+                                "text": TEXT, "frame": (60, 66, 82)}, panel)
+        if self.show_panel and self.panel is not None and panel_rect is not None:
+            self.panel.update(self.last_dt if math.isfinite(self.last_dt) else 0.0)
+            self.panel.draw(surf)
         if self.show_help:
             self.overlay.draw_help(surf, self.scene.title, self.scene.description)
+
+    def _ghost_label(self, surf: pygame.Surface, gx: np.ndarray) -> None:
+        """``ghost: <integrator>`` beside the ghost's bodies, in its colour."""
+        movable = self.session.ghost.particles.inv_mass > 0
+        pts = self.camera.to_screen(gx[movable] if movable.any() else gx)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if not len(pts):
+            return
+        label = self.fonts.small.render(f"ghost: {self.session.ghost.integrator.label}",
+                                        True, GHOST_COLOUR)
+        x0, y0 = pts.max(axis=0)[0] + 8, pts.min(axis=0)[1] - label.get_height() - 4
+        sx, sy, sw, sh = self.safe_area()
+        x0 = float(np.clip(x0, sx + 4, sx + sw - label.get_width() - 4))
+        y0 = float(np.clip(y0, sy + 4, sy + sh - label.get_height() - 4))
+        surf.blit(label, (int(x0), int(y0)))
 
     def present(self) -> None:
         if self.screen is not None:

@@ -31,7 +31,7 @@ BALL = (200, 208, 226)
 PIN = (255, 86, 86)
 GRAB = (255, 220, 60)
 SPRING = (110, 215, 140)
-GHOST = (80, 220, 255)
+GHOST = (255, 80, 220)              # = hud.GHOST_COLOUR: strong against the dark
 GHOST_KEY = (255, 0, 255)           # colour key of the ghost layer: transparent
 CUT = (255, 70, 70)
 
@@ -177,7 +177,7 @@ class WorldRenderer:
             samples += raster.links(pix, x, view.spring_i, view.spring_j,
                                     self._map(surface, SPRING), cview, backend=backend)
         n = view.n
-        r_px = view.radius * cam.scale
+        r_px = mass_radius_px(view, cam.scale)
         balls = r_px >= 2.0
         if n <= 5000 and not balls.all():
             raster.stamp(pix, cam.to_screen(x[~balls]),
@@ -242,7 +242,7 @@ class WorldRenderer:
         if len(view.spring_i):
             raster.links(pix, x, view.spring_i, view.spring_j, colour, cview,
                          backend=self.backend)
-        r_px = view.radius * cam.scale
+        r_px = mass_radius_px(view, cam.scale)
         balls = r_px >= 2.0
         if balls.any():
             self._balls(pix, cam.to_screen(x[balls]), r_px[balls], colour)
@@ -252,6 +252,24 @@ class WorldRenderer:
     def cut_path(self, surface: pygame.Surface, points_px) -> None:
         if len(points_px) >= 2:
             pygame.draw.lines(surface, CUT, False, [tuple(map(int, q)) for q in points_px], 2)
+
+
+def mass_radius_px(view: WorldView, scale: float) -> np.ndarray:
+    """Drawn radius of each particle, px: its own radius, or, for point masses in a
+    small world whose masses differ (an orbit's sun and moon), a disc whose area grows
+    with the mass: ``r = 3 px * cbrt(m / m_min)``, at most 18 px."""
+    r_px = view.radius * scale
+    points = r_px < 2.0
+    n = view.n
+    if n > 200 or not points.any():
+        return r_px
+    m = view.mass[points]
+    lo = m[m > 0].min(initial=np.inf)
+    if not np.isfinite(lo) or m.max() < 2.0 * lo:
+        return r_px
+    out = r_px.copy()
+    out[points] = np.clip(3.0 * np.cbrt(np.maximum(m, lo) / lo), 3.0, 18.0)
+    return out
 
 
 def _rect(x0, y0, x1, y1, w, h) -> pygame.Rect | None:

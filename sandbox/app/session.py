@@ -30,6 +30,7 @@ from ..sim.world import SimulationDiverged, World
 ITERATIONS = (1, 200)
 SUBSTEPS = (1, 64)
 SPEEDS = (0.25, 4.0)                    # slow motion and fast forward limits
+HZ = (10.0, 240.0)                      # steps per second the window offers
 TRACE_LIMIT = 100_000                   # frames kept for replay (about half an hour)
 #: The level's energy scale is |E0| + 0.5 M v^2 with every movable kilogram at
 #: BLOWUP_SPEED (more than a mouse gives a body). A jump of the total energy beyond
@@ -52,13 +53,15 @@ class Scene:
 
     title: str
     make_world: Callable[[], World]
-    make_policy: Callable[[str], TimestepPolicy]    # mode name -> fresh policy
+    make_policy: Callable[..., TimestepPolicy]      # (mode, h=None) -> fresh policy
     integrator: str
     timestep: str
     view_center: tuple[float, float]
     view_width: float
     source: str | None = None                        # level name or path, for N / P
     description: str = ""
+    hint: str = ""                                   # one line on what to try
+    ghost: str | None = None                         # the level's recommended ghost
     first_world: World | None = None                 # already built (errors surface early)
 
 
@@ -82,8 +85,9 @@ def scene_from_level(name_or_path: str | Path, integrator: str | None = None,
     if overrides:
         level = with_world(level, "command line", **overrides)
 
-    def policy(mode: str) -> TimestepPolicy:
-        return make_policy_for(with_world(level, path, timestep=mode))
+    def policy(mode: str, h: float | None = None) -> TimestepPolicy:
+        return make_policy_for(with_world(level, path, timestep=mode,
+                                          h=level.world.h if h is None else h))
 
     first = build_world(level)
     stem = Path(str(name_or_path)).stem if Path(str(name_or_path)).suffix else str(
@@ -92,7 +96,9 @@ def scene_from_level(name_or_path: str | Path, integrator: str | None = None,
                  make_policy=policy, integrator=level.world.integrator,
                  timestep=level.world.timestep,
                  view_center=tuple(level.view.center), view_width=level.view.width,
-                 source=str(name_or_path), description=level.description, first_world=first)
+                 source=str(name_or_path), description=level.description,
+                 hint=getattr(level, "hint", ""), ghost=getattr(level, "ghost", None),
+                 first_world=first)
 
 
 def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
@@ -103,15 +109,17 @@ def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
     if not world.started:
         world.start(h)
     pristine = copy.deepcopy(world)
-    args = {"fixed": dict(h=h), "variable": dict(nominal=h), "random": dict(h=h),
-            "replay": {}}
+    def args(mode: str, step: float | None) -> dict:
+        step = h if step is None else step
+        return {"fixed": dict(h=step), "variable": dict(nominal=step),
+                "random": dict(h=step), "replay": {}}.get(mode, {})
     if view is None:
         x = world.particles.x
         lo, hi = (x.min(axis=0), x.max(axis=0)) if len(x) else (np.zeros(2), np.ones(2))
         view = (tuple((lo + hi) / 2), float(max(hi[0] - lo[0], (hi[1] - lo[1]) * 1.6, 1.0)
                                           * 1.6))
     return Scene(title=title, make_world=lambda: copy.deepcopy(pristine),
-                 make_policy=lambda mode: make_policy(mode, **args.get(mode, {})),
+                 make_policy=lambda mode, step=None: make_policy(mode, **args(mode, step)),
                  integrator=world.integrator.name, timestep=timestep,
                  view_center=tuple(float(c) for c in view[0]), view_width=float(view[1]),
                  first_world=world)
@@ -143,6 +151,7 @@ class Session:
         self.ghost_integrator: str | None = None
         self.trace = StepTrace()
         self.last_plan: list[float] = []
+        self.h: float | None = None                  # the step chosen in the window
         self.x_before: np.ndarray | None = None
         self.ghost_before: np.ndarray | None = None
         self._step_pending = False
@@ -158,6 +167,7 @@ class Session:
         world = scene.first_world if scene.first_world is not None else scene.make_world()
         scene.first_world = None                     # a reset builds a fresh one
         self.scene = scene
+        self.h = None
         self.timestep = scene.timestep
         self.trace = StepTrace()
         self.policy = self._make_policy(self.timestep)
@@ -185,7 +195,7 @@ class Session:
     def _make_policy(self, mode: str) -> TimestepPolicy:
         if mode == "replay":
             return ReplayStep(StepTrace([list(f) for f in self.trace.frames]), loop=True)
-        return self.scene.make_policy(mode)
+        return self.scene.make_policy(mode, self.h)
 
     @property
     def integrator(self) -> str:
@@ -345,6 +355,29 @@ class Session:
         self.speed = float(np.clip(self.speed * factor, *SPEEDS))
         self.message(f"speed x{self.speed:g}")
 
+    def set_speed(self, value: float) -> None:
+        self.speed = float(np.clip(value, *SPEEDS))
+
+    def set_hz(self, hz: float) -> None:
+        """Steps per second of the timestep policy (h = 1/hz): a new policy of the same
+        mode; the integrator's variable-step form carries the change."""
+        hz = float(np.clip(hz, *HZ))
+        self.h = 1.0 / hz
+        if self.timestep != "replay":
+            self.policy = self._make_policy(self.timestep)
+            self.on_segment(f"{hz:.0f} Hz")
+
+    def scale_hz(self, factor: float) -> None:
+        self.set_hz(round(factor / self.policy.nominal_h))
+        self.message(f"step: {1.0 / self.policy.nominal_h:.0f} Hz "
+                     f"(h = {self.policy.nominal_h * 1e3:.2f} ms)")
+
+    def set_iterations(self, n: int) -> None:
+        self._configure(iterations=int(np.clip(n, *ITERATIONS)))
+
+    def set_substeps(self, n: int) -> None:
+        self._configure(substeps=int(np.clip(n, *SUBSTEPS)))
+
     def _configure(self, **changes) -> None:
         for w in self.worlds():
             w.configure(dataclasses.replace(w.config, **changes))
@@ -389,10 +422,17 @@ class Session:
             self.message("no levels found in levels/", True)
             return
         current = Path(self.scene.source).stem if self.scene.source else ""
+        self.set_level(cycle(names, current, step))
+
+    def set_level(self, name: str) -> None:
+        """Open the shipped level ``name``; the ghost stays on (with the new level's
+        own recommendation) if it was on."""
         ghost_on = self.ghost is not None
-        self.load_scene(scene_from_level(cycle(names, current, step)))
-        if not ghost_on:
-            self.ghost = None
+        self.ghost = None
+        self.ghost_integrator = None
+        self.load_scene(scene_from_level(name))
+        if ghost_on:
+            self.toggle_ghost()
         self.message(f"level: {self.scene.title}")
 
     # --- the ghost ------------------------------------------------------------------
@@ -411,14 +451,78 @@ class Session:
             self.ghost = None
             self.message("ghost off")
             return
-        # By default the integrator before the world's in the registry: for the default
-        # TCV (corrected) that is TCV as published, the comparison this sandbox is about.
+        # The last ghost chosen, else the level's recommendation, else the integrator
+        # that differs most from the world's on a trial of this level's steps.
         name = self.ghost_integrator
         if name is None or name == self.integrator:
-            name = cycle(list(INTEGRATORS), self.integrator, -1)
+            name = self.scene.ghost
+        if name is None or name == self.integrator or name not in INTEGRATORS:
+            name = self.most_different()
+        self.set_ghost(name)
+
+    def set_ghost(self, name: str | None) -> None:
+        """Run the ghost with ``name`` (restarted from the world now); None: off."""
+        if name is None:
+            if self.ghost is not None:
+                self.ghost = None
+                self.message("ghost off")
+            return
+        if name == self.integrator:
+            self.message("the ghost runs another integrator than the world's", True)
+            return
         self._seed_ghost(name)
         self.on_segment(f"ghost: {INTEGRATORS[name].label}")
-        self.message(f"ghost: {INTEGRATORS[name].label} (translucent cyan)")
+        self.message(f"ghost: {INTEGRATORS[name].label} (pink), restarted from the world")
+
+    #: Trials of the ghost's choice are skipped above this many particles x links.
+    TRIAL_LIMIT = 20_000
+
+    def most_different(self, seconds: float = 2.0) -> str:
+        """The integrator whose motion differs most from the world's own on this level:
+        copies of the world run ``seconds`` of the steps recorded in this session (or
+        nominal steps) with each integrator, and the largest RMS distance from the
+        world's own run wins (runs that blow up are skipped). Big worlds, where the trial
+        would freeze the window, take the registry's neighbour instead."""
+        own = self.integrator
+        names = [n for n in INTEGRATORS if n != own]
+        fallback = cycle(list(INTEGRATORS), own, -1)
+        w = self.world
+        if w.n * max(len(w.constraints), 1) > self.TRIAL_LIMIT * 100 or w.n > self.TRIAL_LIMIT:
+            return fallback
+        steps: list[float] = []
+        for frame in reversed(self.trace.frames):
+            steps[:0] = list(frame)
+            if sum(steps) >= seconds:
+                break
+        if sum(steps) < seconds:
+            h = self.policy.nominal_h
+            steps = [h] * max(int(round(seconds / h)), 1)
+
+        def run(name: str) -> np.ndarray | None:
+            c = copy.deepcopy(w)
+            c.release()
+            if name != c.integrator.name:
+                c.set_integrator(name)
+            try:
+                for h in steps:
+                    c.step(h)
+            except Exception:
+                return None
+            x = c.particles.x
+            return x if np.isfinite(x).all() else None
+
+        ref = run(own)
+        if ref is None:
+            return fallback
+        best, best_d = fallback, -1.0
+        for name in names:
+            x = run(name)
+            if x is None:
+                continue
+            d = float(np.sqrt(np.mean(np.sum((x - ref) ** 2, axis=1))))
+            if d > best_d:
+                best, best_d = name, d
+        return best
 
     def cycle_ghost(self, step: int) -> None:
         """The ghost's next integrator in the registry, never the world's own."""

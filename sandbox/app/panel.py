@@ -1,0 +1,243 @@
+"""The control panel: every setting of the window operable with the mouse alone.
+
+Built with pygame_gui (a maintained widget library made for pygame-ce: themed from
+``assets/theme.json``, 0.3 ms a frame for this panel) rather than by hand: drop-down
+lists, sliders with click increments and buttons with hover states are what it is for,
+and writing them again would add code without teaching anything. Every control is
+also a hotkey (the panel shows them), so the keyboard reaches everything too; Tab
+hides the panel and the scene's view grows into the space.
+
+The panel never changes the simulation itself: each widget event becomes one of the
+app's commands (``App.do(action, arg)``), the same that the keys run, and
+:meth:`ControlPanel.sync` shows the state the commands left, whichever way they came.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pygame
+import pygame_gui
+from pygame_gui.elements import (
+    UIButton,
+    UIDropDownMenu,
+    UIHorizontalSlider,
+    UILabel,
+    UIPanel,
+)
+
+from ..sim.integrators import INTEGRATORS
+from ..sim.timestep import TIMESTEPS
+from .hud import ASSETS, FONT_FILES
+
+WIDTH = 300
+ROW = 30
+HZ = (10, 240)
+SPEED_EXP = (-2, 2)                    # speed = 2 ** value: 0.25 .. 4
+GHOST_OFF = "ghost off"
+
+
+def integrator_option(name: str) -> str:
+    """``"Velocity Verlet · 2 · sympl."``: the name, its order and whether symplectic."""
+    integ = INTEGRATORS[name]
+    return f"{integ.label} · {integ.order}{' · sympl.' if integ.symplectic else ''}"
+
+
+class _Manager(pygame_gui.UIManager):
+    """A UIManager that takes the mouse position from the event stream (the app's
+    ``pointer``) instead of ``pygame.mouse.get_pos()``: the same position at a real
+    mouse, and the one posted events carry in tests (posted events do not move the
+    system pointer)."""
+
+    def __init__(self, size, pointer, **kw) -> None:
+        self._pointer = pointer
+        super().__init__(size, **kw)
+
+    def _update_mouse_position(self) -> None:
+        x, y = self._pointer()
+        self.mouse_position = self.calculate_scaled_mouse_position((int(x), int(y)))
+
+
+class ControlPanel:
+    """The right-hand column's widgets; ``rect`` is where it sits (px)."""
+
+    def __init__(self, app, rect: pygame.Rect) -> None:
+        self.app = app
+        self.rect = pygame.Rect(rect)
+        # The font first (the theme names it), then the theme.
+        self.manager = _Manager(app.size, lambda: app.pointer,
+                                enable_live_theme_updates=False)
+        self.manager.add_font_paths("dejavumono", str(FONT_FILES[False]),
+                                    str(FONT_FILES[True]))
+        self.manager.get_theme().load_theme(str(ASSETS / "theme.json"))
+        self._shown: dict[str, object] = {}
+        self.actions: dict[object, Callable] = {}
+        self.build()
+
+    # --- building -------------------------------------------------------------------
+
+    def build(self) -> None:
+        """(Re)create the widgets inside ``rect`` (its height is set by the rows)."""
+        self.manager.clear_and_reset()
+        self.manager.set_window_resolution(self.app.size)
+        self.actions = {}
+        self._shown = {}
+        r = self.rect
+        r.h = self.HEIGHT
+        self.container = UIPanel(r, manager=self.manager, starting_height=1)
+        w = r.w - 16
+        y = 4
+        s = self.app.session
+        m, c = self.manager, self.container
+
+        def label(text, x=8, width=w, obj="#label", h=20):
+            return UILabel(pygame.Rect(x, y, width, h), text, manager=m, container=c,
+                           object_id=pygame_gui.core.ObjectID(object_id=obj))
+
+        label("controls  Tab hides · H: keys", obj="@title")
+        y += 20
+        label("integrator  I, 1-8 (order, sympl.)")
+        y += 20
+        names = list(INTEGRATORS)
+        options = [integrator_option(n) for n in names]
+        self.integrator = UIDropDownMenu(options, integrator_option(s.integrator),
+                                         pygame.Rect(8, y, w, 24), manager=m, container=c)
+        self.actions[self.integrator] = lambda text: self.app.do(
+            "set_integrator", names[options.index(text)])
+        y += 28
+        label("timestep  T", width=100, h=24)
+        self.timestep = UIDropDownMenu(list(TIMESTEPS), s.timestep,
+                                       pygame.Rect(108, y, w - 100, 24), manager=m,
+                                       container=c)
+        self.actions[self.timestep] = lambda text: self.app.do("set_timestep", text)
+        y += 28
+        bw = (w - 12) // 3
+        self.pause = UIButton(pygame.Rect(8, y, bw, 24), "Pause", manager=m, container=c,
+                              tool_tip_text="Space")
+        self.step = UIButton(pygame.Rect(14 + bw, y, bw, 24), "Step", manager=m,
+                             container=c, tool_tip_text=". or S")
+        self.reset = UIButton(pygame.Rect(20 + 2 * bw, y, bw, 24), "Reset", manager=m,
+                              container=c, tool_tip_text="R")
+        self.actions[self.pause] = lambda: self.app.do("pause")
+        self.actions[self.step] = lambda: self.app.do("step")
+        self.actions[self.reset] = lambda: self.app.do("reset")
+        y += 28
+        self.sliders: dict[str, tuple[UIHorizontalSlider, UILabel, Callable]] = {}
+        for key, text, lo_hi, get, act in (
+                ("hz", "steps/s  Alt+= Alt+-", HZ,
+                 lambda: round(1.0 / s.policy.nominal_h), "set_hz"),
+                ("substeps", "substeps  Shift+= Shift+-", (1, 64),
+                 lambda: s.world.config.substeps, "set_substeps"),
+                ("iterations", "iterations  = -", (1, 100),
+                 lambda: s.world.config.iterations, "set_iterations"),
+                ("speed", "speed  [ ]", SPEED_EXP,
+                 lambda: round(math.log2(s.speed)), "set_speed")):
+            label(text, width=w - 64)
+            value = UILabel(pygame.Rect(r.w - 72, y, 64, 20), "", manager=m, container=c,
+                            object_id=pygame_gui.core.ObjectID(object_id="@value"))
+            y += 20
+            lo, hi = lo_hi
+            slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18),
+                                        int(min(max(get(), lo), hi)), lo_hi, manager=m,
+                                        container=c, click_increment=1)
+            self.sliders[key] = (slider, value, get)
+            self.actions[slider] = (lambda v, a=act, k=key: self.app.do(
+                a, 2.0 ** v if k == "speed" else int(v)))
+            y += 22
+        label("ghost  G, Shift+G, Ctrl+G")
+        y += 20
+        ghosts = [GHOST_OFF] + options
+        up = pygame_gui.core.ObjectID(class_id="@up_menu")   # opens upwards: near the bottom
+        self.ghost = UIDropDownMenu(ghosts, self._ghost_option(), pygame.Rect(8, y, w, 24),
+                                    manager=m, container=c, object_id=up)
+        self.actions[self.ghost] = lambda text: (
+            self.app.do("ghost_off") if text == GHOST_OFF
+            else self.app.do("set_ghost", names[ghosts.index(text) - 1]))
+        y += 28
+        from ..levels import level_names
+
+        levels = level_names()
+        current = self._level_name()
+        label("level  N P", width=100, h=24)
+        self.level = UIDropDownMenu(levels, current if current in levels else levels[0],
+                                    pygame.Rect(108, y, w - 100, 24), manager=m, container=c,
+                                    expand_on_option_click=True, object_id=up)
+        self.actions[self.level] = lambda text: self.app.do("set_level", text)
+        self.sync(force=True)
+
+    #: The panel's height in px (the rows above, with their gaps).
+    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 4 * 42 + 20 + 28 + 28 + 4
+
+    def _ghost_option(self) -> str:
+        g = self.app.session.ghost
+        return GHOST_OFF if g is None else integrator_option(g.integrator.name)
+
+    def _level_name(self) -> str:
+        from pathlib import Path
+        src = self.app.session.scene.source
+        return Path(src).stem if src else ""
+
+    def place(self, rect: pygame.Rect) -> None:
+        """Move the panel (a resize, or the graph's height changed)."""
+        if pygame.Rect(rect) != self.rect or self.manager.window_resolution != self.app.size:
+            self.rect = pygame.Rect(rect)
+            self.build()
+
+    # --- each frame -----------------------------------------------------------------
+
+    def sync(self, force: bool = False) -> None:
+        """Show the state the commands left (a hotkey may have changed it)."""
+        s = self.app.session
+        state = {"integrator": integrator_option(s.integrator), "timestep": s.timestep,
+                 "ghost": self._ghost_option(), "level": self._level_name()}
+        for key, want in state.items():
+            if self._shown.get(key) != want and not force:
+                self.build()                     # a drop-down shows a new selection
+                return
+        self._shown.update(state)
+        self.pause.set_text("Run" if s.paused else "Pause")
+        for slider, _, get in self.sliders.values():
+            v = int(get())
+            if slider.get_current_value() != v:
+                slider.set_current_value(v)
+        hz = 1.0 / s.policy.nominal_h
+        texts = {"hz": f"{hz:.0f} Hz", "substeps": str(s.world.config.substeps),
+                 "iterations": str(s.world.config.iterations), "speed": f"x{s.speed:g}"}
+        for key, (_, value, _) in self.sliders.items():
+            if value.text != texts[key]:
+                value.set_text(texts[key])
+
+    def process(self, event) -> bool:
+        """Feed one event to the widgets; True if the panel took it (a click on it, or
+        one of its own events, which becomes a command)."""
+        kind = event.type
+        if kind == pygame_gui.UI_BUTTON_PRESSED and event.ui_element in self.actions:
+            self.actions[event.ui_element]()
+            return True
+        if kind == pygame_gui.UI_DROP_DOWN_MENU_CHANGED and event.ui_element in self.actions:
+            self.actions[event.ui_element](event.text)
+            return True
+        if (kind == pygame_gui.UI_HORIZONTAL_SLIDER_MOVED
+                and event.ui_element in self.actions):
+            self.actions[event.ui_element](event.value)
+            return True
+        consumed = self.manager.process_events(event)
+        if kind in (pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP, pygame.MOUSEWHEEL):
+            pos = getattr(event, "pos", None)
+            if pos is not None and self.covers(pos):
+                return True
+        return bool(consumed) and kind not in (pygame.KEYDOWN, pygame.KEYUP)
+
+    def covers(self, pos) -> bool:
+        """True if ``pos`` (px) is on the panel or on an open drop-down list."""
+        if self.container.get_abs_rect().collidepoint(pos):
+            return True
+        return self.manager.get_hovering_any_element()
+
+    def update(self, dt: float) -> None:
+        self.sync()
+        self.manager.update(max(dt, 0.0))
+
+    def draw(self, surface: pygame.Surface) -> None:
+        self.manager.draw_ui(surface)

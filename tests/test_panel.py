@@ -1,0 +1,130 @@
+"""The control panel, operated with the mouse alone (real-shaped events, headless).
+
+pygame_gui answers a click over several frames (press -> its own events -> the
+command), so each click is followed by a few frames, as at a real window.
+"""
+
+from __future__ import annotations
+
+import math
+
+import events as ev
+import pygame
+import pytest
+
+from sandbox.app.main import App
+from sandbox.app.panel import GHOST_OFF, integrator_option
+from sandbox.sim.integrators import INTEGRATORS
+
+H = 1 / 60
+SIZE = (1280, 800)
+
+
+@pytest.fixture
+def app(tmp_path) -> App:
+    pygame.display.init()
+    pygame.display.set_mode(SIZE)
+    pygame.event.clear()
+    a = App("pendulums", size=SIZE, out_dir=tmp_path)
+    for _ in range(3):
+        a.frame(H)
+    return a
+
+
+def click(app: App, pos, frames: int = 6, hold: int = 2) -> None:
+    pos = (int(pos[0]), int(pos[1]))
+    ev.post(ev.motion(pos))
+    app.frame(H)
+    app.frame(H)
+    ev.post(ev.button_down(pos))
+    for _ in range(hold):
+        app.frame(H)
+    ev.post(ev.button_up(pos))
+    for _ in range(frames):
+        app.frame(H)
+
+
+def pick(app: App, menu, text: str) -> None:
+    """Open a drop-down and click the option ``text``."""
+    click(app, menu.get_abs_rect().center)
+    menu = next(m for m in (app.panel.integrator, app.panel.timestep, app.panel.ghost,
+                            app.panel.level) if m.current_state is m.menu_states["expanded"])
+    items = menu.current_state.options_selection_list.item_list
+    button = next(i["button_element"] for i in items if i["text"] == text)
+    click(app, button.get_abs_rect().center)
+
+
+def test_every_integrator_is_offered_with_its_order_and_symplecticity(app):
+    for name, integ in INTEGRATORS.items():
+        option = integrator_option(name)
+        assert integ.label in option and f"· {integ.order}" in option
+        assert ("sympl." in option) == integ.symplectic
+
+
+def test_buttons_pause_step_and_reset(app):
+    click(app, app.panel.pause.get_abs_rect().center)
+    assert app.paused and app.panel.pause.text == "Run"
+    steps = app.world.steps
+    click(app, app.panel.step.get_abs_rect().center, frames=3)
+    assert app.world.steps > steps and app.paused
+    old = app.world
+    click(app, app.panel.reset.get_abs_rect().center, frames=2)
+    assert app.world is not old and not app.paused        # rebuilt, running
+
+
+def test_the_integrator_and_timestep_pickers(app):
+    pick(app, app.panel.integrator, integrator_option("rk4"))
+    assert app.integrator == "rk4"
+    pick(app, app.panel.timestep, "random")
+    assert app.timestep == "random"
+    app.do("set_integrator", "verlet")                  # a hotkey: the panel follows
+    app.frame(H)
+    assert app.panel.integrator.selected_option[0] == integrator_option("verlet")
+
+
+def test_the_ghost_picker(app):
+    pick(app, app.panel.ghost, integrator_option("euler"))
+    assert app.ghost is not None and app.ghost.integrator.name == "euler"
+    pick(app, app.panel.ghost, GHOST_OFF)
+    assert app.ghost is None
+
+
+def test_slider_arrows_change_substeps_and_steps_per_second(app):
+    slider = app.panel.sliders["substeps"][0]
+    before = app.world.config.substeps
+    click(app, slider.right_button.get_abs_rect().center)
+    assert app.world.config.substeps == before + 1
+    hz = app.panel.sliders["hz"][0]
+    h = app.policy.nominal_h
+    click(app, hz.left_button.get_abs_rect().center)
+    assert 1 / app.policy.nominal_h == pytest.approx(round(1 / h) - 1)
+    speed = app.panel.sliders["speed"][0]
+    click(app, speed.right_button.get_abs_rect().center)
+    assert app.speed == 2.0 and math.log2(app.speed) == speed.get_current_value()
+
+
+def test_the_level_picker(app):
+    pick(app, app.panel.level, "cloth")
+    assert app.scene.source == "cloth" and app.panel.level.selected_option[0] == "cloth"
+
+
+def test_a_click_on_the_panel_never_reaches_the_scene(app):
+    """A press on the panel over a particle's screen position grabs nothing."""
+    r = app.panel.container.get_abs_rect()
+    pos = (r.x + 4, r.bottom - 4)
+    k = app.world.nearest_movable(app.camera.to_world(pos), 1e9)
+    app.world.particles.x[k] = app.camera.to_world(pos)
+    ev.post(ev.motion(pos), ev.button_down(pos))
+    app.frame(H)
+    assert app.grabbed is None and app.world.mouse is None
+    ev.post(ev.button_up(pos))
+    app.frame(H)
+
+
+def test_tab_hides_the_panel_and_the_view_grows(app):
+    w = app.safe_area()[2]
+    app.do("toggle_panel")
+    app.do("toggle_phase")
+    assert app.safe_area()[2] == SIZE[0] > w
+    app.frame(H)
+    assert app._draw_error is None
