@@ -77,6 +77,11 @@ CAPTION_SECONDS = 10.0
 FPS_WINDOW = 1.0                        # s of frames behind the HUD's fps and worst frame
 
 
+def fmt_j(v: float) -> str:
+    """A signed energy in J with 3 significant digits, fixed width."""
+    return f"{v:+9.3g} J"
+
+
 class App:
     """The sandbox window: a :class:`Session`, its :class:`Input`, a camera and drawing.
 
@@ -128,7 +133,7 @@ class App:
         self._view = None
         self.input = Input(self)
         self.session = Session(scene, on_message=self.message,
-                               on_segment=self.graph.new_segment, on_clear=self._cleared)
+                               on_segment=self._segment, on_clear=self._cleared)
 
         # Command table: keymap actions -> methods (dispatch by lookup, never an if-chain).
         s = self.session
@@ -171,6 +176,17 @@ class App:
     speed = property(lambda self: self.session.speed,
                      lambda self, v: setattr(self.session, "speed", v))
 
+    #: Worlds up to this many particles keep an energy ledger (World.track_energy): two
+    #: energy evaluations a substep, and the substep path instead of a compiled frame.
+    LEDGER_LIMIT = 5000
+
+    def _segment(self, label: str) -> None:
+        """The integrator, the timestep or the ghost changed: a marker on the graph, and
+        the ledger of where energy goes starts again with the graph's drift."""
+        self.graph.new_segment(label)
+        if self.world.ledger is not None:
+            self.world.track_energy()
+
     def _cleared(self) -> None:
         """A new or reset world: the graph and the trails start again."""
         self.graph.clear()
@@ -181,6 +197,7 @@ class App:
         """A level was (re)loaded: fit its view, say what it is, title the window."""
         self._place_panel()
         self.reset_view()
+        self._track_energy()
         # Under uniform gravity the total energy depends on where y = 0 is: a drift in
         # % of it means nothing, so the graph reads it in J (an orbit keeps %).
         self.graph.allow_percent = not any(self.world.config.gravity)
@@ -188,9 +205,14 @@ class App:
         if self.screen is not None:
             pygame.display.set_caption(f"{TITLE} - {self.scene.title}")   # ASCII for X
 
+    def _track_energy(self) -> None:
+        w = self.world
+        w.track_energy(w.n <= self.LEDGER_LIMIT)
+
     def reset(self) -> None:
         self.input.grabbed = None
         self.session.reset()
+        self._track_energy()
 
     def change_level(self, step: int) -> None:
         self.input.grabbed = None
@@ -399,7 +421,7 @@ class App:
         """``(two_columns, graph_height)``: the HUD in two columns on wide windows, one
         below ~1180 px (the graph keeps 300 px beside it); the graph's height in px."""
         two = self.size[0] >= 1180
-        band = 16 + (7 if two else 14) * self.fonts.text.get_linesize()
+        band = 16 + (8 if two else 15) * self.fonts.text.get_linesize()
         return two, (band + 40 if two else band)
 
     def _right_column(self) -> bool:
@@ -454,6 +476,7 @@ class App:
     def load_snapshot(self) -> None:
         self.input.grabbed = None
         self.session.load_snapshot(self.out_dir / "snapshots")
+        self._track_energy()
 
     def quit(self) -> None:
         self.running = False
@@ -545,10 +568,26 @@ class App:
             hand,
             f"cost ms     physics {ms['physics']:5.1f} · draw {ms['draw']:5.1f} · flip "
             f"{ms['present']:4.1f}",
+            self._energy_line(),
             ghost,
             ("H or F1: keys, mouse, this level", DIM),
         ]
         return [left, right]
+
+    def _energy_line(self) -> str | tuple:
+        """Where the energy goes since the graph's marker: the integrator's own steps or
+        the constraint solver's corrections (XPBD projects positions inelastically, so a
+        symplectic integrator's pendulum still loses energy, to the solver)."""
+        w = self.world
+        ledger = w.ledger
+        if ledger is None:
+            return ("energy      split not measured above "
+                    f"{self.LEDGER_LIMIT:,} particles", DIM)
+        if w.constraints.compliant or len(w.springs) or w.pressure:
+            return ("energy      soft links, springs or gas trade energy with the solver",
+                    DIM)
+        return (f"energy      integrator {fmt_j(ledger['integrator'])} · solver "
+                f"{fmt_j(ledger['solver'])}")
 
     def draw_hud(self, surf: pygame.Surface) -> None:
         f = self.fonts

@@ -116,6 +116,8 @@ class World:
         self.bodies: list[Body] = []
         self.integrator: Integrator = get_integrator(self.config.integrator)
         self.mouse: MouseSpring | None = None      # the hand's spring (see mouse.py)
+        self.ledger: dict[str, float] | None = None  # where energy goes (track_energy)
+        self._solver_step = 0.0
         self.steps = 0
         self.torn = 0
         self.started = False
@@ -264,6 +266,10 @@ class World:
         n = self.config.substeps
         if self.mouse is not None:
             self.mouse.start_step(n)
+        ledger = self.ledger
+        if ledger is not None:
+            e0 = self.energy()["total"]
+            self._solver_step = 0.0
         self._uniform_checked = False
         try:
             with np.errstate(all="ignore"):
@@ -280,6 +286,10 @@ class World:
             raise SimulationDiverged(p.t, self.integrator.name, h)
         self.torn += self.constraints.tear(p.x, self.config.tear_ratio)
         self.steps += 1
+        if ledger is not None:
+            change = self.energy()["total"] - e0
+            ledger["solver"] += self._solver_step
+            ledger["integrator"] += change - self._solver_step
 
     #: Whole frames in one compiled call where :meth:`_frame_compiled` applies; False
     #: keeps the substep-by-substep path (the tests compare the two bit for bit).
@@ -296,7 +306,8 @@ class World:
         p, cfg, integ = self.particles, self.config, self.integrator
         if not (self.compile_frames and kernels.AVAILABLE and integ.defers_velocity
                 and integ.backend != "numpy" and len(self.constraints)
-                and not self._has_contacts and self._gravity_only and self.mouse is None):
+                and not self._has_contacts and self._gravity_only and self.mouse is None
+                and self.ledger is None):
             return False
         x = p.x
         args = self.constraints.kernel_args(x, p.inv_mass)
@@ -339,7 +350,8 @@ class World:
         # and skip it in all but the last substep when nothing reads v in between
         # (velocity forces or contacts): x+ is made from x and x_prev alone.
         defer = self.integrator.defers_velocity
-        v_needed = last or has_contacts or bool(cfg.drag or len(self.springs))
+        v_needed = (last or has_contacts or bool(cfg.drag or len(self.springs))
+                    or self.ledger is not None)       # (positions are the same either way)
         mode = "now" if not defer else ("none" if not v_needed else
                                          "later" if corrected else "now")
         v_old = p.v.copy() if has_contacts else None
@@ -352,6 +364,8 @@ class World:
             mouse.begin(x_old)
         if corrected:
             x_pred = p.x.copy() if mode == "now" else None
+            if self.ledger is not None:
+                x_before, v_before = p.x.copy(), None if defer else p.v.copy()
             contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs())
                         if has_contacts else None)
             lam = self._multipliers()
@@ -365,11 +379,48 @@ class World:
                 self.integrator.finish_velocity(p, hs, h_old)
             elif mode == "now":
                 self.integrator.fold(p, p.x - x_pred, hs, h_old)
+            if self.ledger is not None and v_before is None:
+                # A position-based estimate is linear in x+ (v = c1 x+ + ...): the
+                # velocity the prediction implied differs by c1 times the corrections.
+                c1 = self.integrator.velocity_coefficients(hs, h_old)[0]
+                v_before = p.v - (p.x - x_before) * c1
             if contacts is not None:
                 # After the fold, overwriting the contact rows: nothing is counted twice.
                 contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
                                 sweeps=cfg.iterations)
+            if self.ledger is not None:
+                self._solver_step += self._correction_work(x_before, v_before)
         p.t += hs
+
+    # --- where energy goes ----------------------------------------------------------------
+
+    def track_energy(self, on: bool = True) -> None:
+        """Keep a ledger of where the total energy changes: ``ledger["integrator"]`` (J,
+        the integrator's own step: its truncation error and, for explicit Euler, its
+        growth) and ``ledger["solver"]`` (J, the position corrections of constraints,
+        contacts and the hand, which XPBD makes inelastically). Off by default: it
+        costs two energy evaluations a substep and the substep-by-substep path."""
+        self.ledger = {"integrator": 0.0, "solver": 0.0} if on else None
+
+    def _correction_work(self, x_pred: np.ndarray, v_pred: np.ndarray) -> float:
+        """Energy change (J) of a substep's corrections: the state now against the
+        predicted one ``(x_pred, v_pred)``, with the integrator's own velocity on both
+        sides (the one the energy graph reads)."""
+        p = self.particles
+        m = np.where(p.inv_mass > 0, p.mass, 0.0)
+        ke = 0.5 * float(np.sum(m * (np.einsum("ij,ij->i", p.v, p.v)
+                                     - np.einsum("ij,ij->i", v_pred, v_pred))))
+        return ke + self._potential(p.x) - self._potential(x_pred)
+
+    def _potential(self, x: np.ndarray) -> float:
+        """Potential energy (J) of positions ``x``: gravity, n-body, elastic."""
+        p, cfg = self.particles, self.config
+        m = np.where(p.inv_mass > 0, p.mass, 0.0)
+        u = -float(np.sum(m * (x @ np.asarray(cfg.gravity, float))))
+        if cfg.G:
+            u += nbody_potential(x, p.mass, cfg.G, cfg.softening)
+        u += self.springs.potential(x) + self.constraints.potential(x)
+        return u + sum(b.potential(x) for b in self.pressure)
 
     def _multipliers(self) -> np.ndarray:
         """The constraints' Lagrange multipliers for a substep, zero for the compliant
