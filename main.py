@@ -132,7 +132,7 @@ def cmd_play(args) -> int:
         print(f"error: cannot start the sandbox window: {e}", file=sys.stderr)
         return 1
     return run_app(args.level, integrator=args.integrator, timestep=args.timestep,
-                   frames=args.frames)
+                   frames=args.frames, clip_fps=args.clip_fps, clip_width=args.clip_width)
 
 
 def cmd_demo(args) -> int:
@@ -169,6 +169,19 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+def _int_between(lo: int, hi: int):
+    """An argparse type: an integer in [lo, hi], with a clear message otherwise."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"expected {lo}..{hi}, got {value}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="main.py", description=(
         "Verlet Sandbox: an interactive 2D particle sandbox that shows why integrators "
@@ -189,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="start with this timestep mode (modes below)")
     play.add_argument("--frames", type=int, default=0,
                       help="quit after this many frames (0: run until closed)")
+    play.add_argument("--clip-fps", type=_int_between(1, 120), default=30, metavar="FPS",
+                      help="frame rate of clips recorded with C (default 30)")
+    play.add_argument("--clip-width", type=_int_between(64, 3840), default=960, metavar="PX",
+                      help="largest width of clips, px (default 960; never upscaled)")
     play.set_defaults(func=cmd_play)
 
     demo = sub.add_parser("demo", help="headless demo: every integrator on article 000's orbit")

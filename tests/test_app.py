@@ -318,6 +318,18 @@ def check_hz(app, b):
     assert type(app.policy).__name__ == type(app.session._make_policy(app.timestep)).__name__
 
 
+def check_record(app, b):
+    press(app, b.key, b.mods)
+    assert app.recorder.recording
+    path = app.recorder.path
+    assert path.suffix == "." + b.arg and path.parent == app.out_dir / "clips"
+    run(app, 4)
+    press(app, b.key, b.mods)                           # again: stop
+    assert not app.recorder.recording
+    app.recorder.wait(60)
+    assert path.exists()
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
           if name.startswith("check_")}
 

@@ -55,6 +55,7 @@ from .hud import (
 from .input import Input
 from .panel import WIDTH as PANEL_WIDTH
 from .panel import ControlPanel
+from .record import ClipRecorder
 from .render import BACKGROUND, WorldRenderer
 from .session import (  # noqa: F401 - re-exported: the app's public scene API
     ITERATIONS,
@@ -94,7 +95,8 @@ class App:
 
     def __init__(self, scene: Scene | World | str | Path | None = None, *,
                  screen: pygame.Surface | None = None, size: tuple[int, int] = WINDOW_SIZE,
-                 out_dir: str | Path | None = None) -> None:
+                 out_dir: str | Path | None = None, clip_fps: int = 30,
+                 clip_width: int = 960) -> None:
         if isinstance(scene, World):
             scene = scene_from_world(scene)
         elif not isinstance(scene, Scene):
@@ -110,6 +112,7 @@ class App:
         self.graph = EnergyGraph(600)
         self.camera = Camera(self.size)
         self.out_dir = Path(out_dir) if out_dir is not None else files.default_out_dir()
+        self.recorder = ClipRecorder(self.out_dir, clip_fps, clip_width)
 
         self.running = True
         self.show_help = False
@@ -154,7 +157,7 @@ class App:
             "ghost_off": lambda: s.set_ghost(None),
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
-            "caption": self.caption, "select": self.select,
+            "caption": self.caption, "select": self.select, "record": self.record,
         }
         self._scene_loaded()
 
@@ -258,6 +261,9 @@ class App:
         t1 = time.perf_counter()
         self.draw()
         t2 = time.perf_counter()
+        self.recorder.capture(self.canvas, dt if math.isfinite(dt) and dt > 0 else 0.0)
+        for _, text, error in self.recorder.poll():
+            self.message(text, error, seconds=8.0)
         self.present()
         self._smooth("draw", t2 - t1)
         self._smooth("present", time.perf_counter() - t2)
@@ -478,6 +484,27 @@ class App:
         self.session.load_snapshot(self.out_dir / "snapshots")
         self._track_energy()
 
+    def record(self, fmt: str = "mp4") -> None:
+        """Start a clip, or stop the one being recorded (it is finished in the
+        background; the HUD shows the progress)."""
+        if self.recorder.recording:
+            self.recorder.stop()
+            self.message(f"stopped: finishing {self.recorder.path.name}")
+            return
+        path = self.recorder.start(self.size, fmt)
+        w, h = self.recorder.size
+        self.message(f"recording {path.name} at {self.recorder.fps} fps, {w}x{h} "
+                     f"(C again stops)")
+
+    def close(self, timeout: float = 120.0) -> None:
+        """Finish what is being written (a clip) before the window goes."""
+        if self.recorder.recording or self.recorder.finishing:
+            self.recorder.stop()
+            print(f"sandbox: finishing {self.recorder.path} ...", file=sys.stderr)
+            self.recorder.wait(timeout)
+            for _, text, _ in self.recorder.poll():
+                print(f"sandbox: {text}", file=sys.stderr)
+
     def quit(self) -> None:
         self.running = False
 
@@ -608,6 +635,12 @@ class App:
             self.graph.draw(surf, rect, f)
         if self.banner is not None:
             self.overlay.banner(surf, *self.banner, top=hud.bottom + 12)
+        rec = self.recorder.status()
+        if rec is not None:
+            tag = f.text.render(rec, True, WARN if self.recorder.recording else KEY)
+            panel(surf, pygame.Rect(8, hud.bottom + 4, tag.get_width() + 16,
+                                    tag.get_height() + 8))
+            surf.blit(tag, (16, hud.bottom + 8))
         self.overlay.messages(surf, [(m[0], m[2]) for m in self.messages],
                               bottom=surf.get_height() - legend_h - 14)
         panel_rect, portrait = self._column_rects()
@@ -713,9 +746,10 @@ def _set_icon() -> None:
 
 
 def run_app(level: str | None, integrator: str | None = None, timestep: str | None = None,
-            frames: int = 0) -> int:
+            frames: int = 0, clip_fps: int = 30, clip_width: int = 960) -> int:
     """Open the window on ``level`` (default: playground) until closed, or for ``frames``
-    frames when > 0. Returns 0, or 1 after printing why a level could not be used."""
+    frames when > 0; clips (C) are recorded at ``clip_fps`` and ``clip_width`` px wide
+    at most. Returns 0, or 1 after printing why a level could not be used."""
     try:
         scene = scene_from_level(level or DEFAULT_LEVEL, integrator=integrator,
                                  timestep=timestep)
@@ -744,11 +778,12 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         print(f"error: cannot open the sandbox window: {e}", file=sys.stderr)
         pygame.quit()
         return 1
+    app = None
     try:
         pygame.key.set_repeat(300, 35)
         first = scene.first_world
         _warm_up(screen, first.config.dtype if first is not None else "float64")
-        app = App(scene, screen=screen)
+        app = App(scene, screen=screen, clip_fps=clip_fps, clip_width=clip_width)
         clock = pygame.time.Clock()
         last = time.perf_counter()
         while app.running:
@@ -761,5 +796,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
     except KeyboardInterrupt:
         pass
     finally:
+        if app is not None:
+            app.close()
         pygame.quit()
     return 0
