@@ -96,7 +96,7 @@ class App:
     def __init__(self, scene: Scene | World | str | Path | None = None, *,
                  screen: pygame.Surface | None = None, size: tuple[int, int] = WINDOW_SIZE,
                  out_dir: str | Path | None = None, clip_fps: int = 30,
-                 clip_width: int = 960) -> None:
+                 clip_width: int = 960, kernels=None) -> None:
         if isinstance(scene, World):
             scene = scene_from_world(scene)
         elif not isinstance(scene, Scene):
@@ -113,6 +113,10 @@ class App:
         self.camera = Camera(self.size)
         self.out_dir = Path(out_dir) if out_dir is not None else files.default_out_dir()
         self.recorder = ClipRecorder(self.out_dir, clip_fps, clip_width)
+        # The background compile (run_app): drawing stays on numpy until it is done.
+        self.kernels = kernels
+        if kernels is not None and not kernels.ready:
+            self.renderer.backend = "numpy"
 
         self.running = True
         self.show_help = False
@@ -635,7 +639,16 @@ class App:
             self.graph.draw(surf, rect, f)
         if self.banner is not None:
             self.overlay.banner(surf, *self.banner, top=hud.bottom + 12)
-        rec = self.recorder.status()
+        k = self.kernels
+        if k is not None and not k.done:
+            rec = k.status()
+        else:
+            rec = self.recorder.status()
+            if k is not None:                            # done: say how it ended, once
+                if k.ready:
+                    self.renderer.backend = "auto"       # the compiled drawing is ready
+                self.message(k.status(), error=not k.ready)
+                self.kernels = None
         if rec is not None:
             tag = f.text.render(rec, True, WARN if self.recorder.recording else KEY)
             panel(surf, pygame.Rect(8, hud.bottom + 4, tag.get_width() + 16,
@@ -677,28 +690,16 @@ class App:
 
 # --------------------------------------------------------------------------- run_app
 
-def _warm_up(screen: pygame.Surface, dtype: str = "float64") -> None:
-    """Compile the physics and drawing kernels before the first frame, saying so.
-
-    numba keeps them in its disk cache: later starts load them in well under a second;
-    the very first start compiles them (35-50 s on a 2-core machine: the contact stages
-    ~25 s, the constraint and Verlet kernels ~10 s a float type), which would otherwise
-    freeze the first frame without a word.
-    """
-    screen.fill((18, 20, 26))
-    font = pygame.font.Font(None, 26)
-    lines = ("Preparing the compiled physics and drawing kernels...",
-             "The very first start compiles them (up to a minute); later starts load "
-             "them in about a second.")
-    for k, text in enumerate(lines):
-        screen.blit(font.render(text, True, (220, 220, 220)), (24, 24 + 30 * k))
-    pygame.display.flip()
-    pygame.event.pump()
-    # The level's float type and float64 (the other levels); contacts in float64 only:
-    # every shipped level with contacts is float64, and compiling the contact stages
-    # for both types doubles a first start. Anything else compiles when first used.
-    warmup.warm_up(dtypes=sorted({"float64", dtype}), contact_dtypes=("float64",))
-    WorldRenderer.warm_up()
+def start_kernels(dtype: str = "float64"):
+    """Make the compiled kernels ready behind the first frames (``sim/warmup.py``):
+    the level's float type first, then the other; contacts in float64 (every shipped
+    level with contacts is float64); the drawing and strain kernels in the same child.
+    Until they are ready every world runs its numpy reference (the same numbers) and the
+    HUD says so, so the first frame never waits for the compiler."""
+    other = "float32" if dtype == "float64" else "float64"
+    return warmup.start_background(dtypes=(dtype, other), contact_dtypes=("float64",),
+                                   extra=("sandbox.app.raster:warm_up",
+                                          "sandbox.sim.view:warm_up"))
 
 
 #: Video drivers that show nothing on a screen.
@@ -778,12 +779,13 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         print(f"error: cannot open the sandbox window: {e}", file=sys.stderr)
         pygame.quit()
         return 1
-    app = None
+    app = kernels = None
     try:
         pygame.key.set_repeat(300, 35)
         first = scene.first_world
-        _warm_up(screen, first.config.dtype if first is not None else "float64")
-        app = App(scene, screen=screen, clip_fps=clip_fps, clip_width=clip_width)
+        kernels = start_kernels(first.config.dtype if first is not None else "float64")
+        app = App(scene, screen=screen, clip_fps=clip_fps, clip_width=clip_width,
+                  kernels=kernels)
         clock = pygame.time.Clock()
         last = time.perf_counter()
         while app.running:
@@ -798,5 +800,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
     finally:
         if app is not None:
             app.close()
+        if kernels is not None:
+            kernels.close()
         pygame.quit()
     return 0
