@@ -154,6 +154,18 @@ def cmd_experiment(args) -> int:
     return 0
 
 
+def cmd_replay(args) -> int:
+    if args.headless:
+        from sandbox.headless import run_replay
+        return run_replay(args)
+    try:
+        from sandbox.app.main import run_app
+    except ModuleNotFoundError as e:
+        print(f"error: cannot start the sandbox window: {e}", file=sys.stderr)
+        return 1
+    return run_app(None, replay=args.file)
+
+
 def cmd_check(args) -> int:
     from sandbox.headless import run_check
     return run_check(args.files)
@@ -219,6 +231,17 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
     ex.add_argument("--quick", action="store_true", help="reduced sizes, for a smoke run")
     ex.set_defaults(func=cmd_experiment)
+
+    rp = sub.add_parser("replay", help="play a replay file (F6 in the window saves one)",
+                        description="Play back a session saved with F6: the same level, "
+                        "steps and inputs, bit for bit. In the window by default; with "
+                        "--headless, print the final state hash (checked against the "
+                        "recording) and optionally save the trajectory.")
+    rp.add_argument("file", metavar="FILE", help="a .replay.json file")
+    rp.add_argument("--headless", action="store_true", help="no window: run and check")
+    rp.add_argument("--out", metavar="OUT.npz", default=None,
+                    help="with --headless: save t, h, x, v and energies like simulate")
+    rp.set_defaults(func=cmd_replay)
 
     check = sub.add_parser("check", help="validate level files; one line per file or error")
     check.add_argument("files", nargs="*", metavar="FILE",

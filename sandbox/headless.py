@@ -195,3 +195,36 @@ def run_simulate(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {len(rec.h)} steps{kept}, {world.n} particles, t = {world.t:.4f} s, "
           f"{out.stat().st_size / 1e6:.1f} MB")
     return code
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``replay FILE --headless [--out OUT.npz]``: rebuild the recorded level, apply the
+    recorded inputs before the recorded steps, print the final state hash and whether it
+    is the recorded one (exit 0) or not (exit 1). A file that cannot be used is one
+    error line and exit 1; nothing runs."""
+    from .replay import ReplayError, load, play
+
+    try:
+        rep = load(args.file)
+    except ReplayError as e:
+        return _error(str(e), 1)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        return _error(f"{out.parent}: no such folder for --out", 1)
+    rec = _Recorder() if out is not None else None
+    world = play(rep, on_step=rec.sample if rec is not None else None)
+    digest = world.state_hash()
+    same = digest == rep.final_hash
+    if rec is not None:
+        data = rec.arrays()
+        data.update(level=np.array(rep.level.name), state_hash=np.array(digest))
+        try:
+            _save_npz(out, data)
+        except OSError as e:
+            return _error(f"cannot write {out}: {e.strerror or e}", 1)
+        print(f"wrote {out}: {len(rec.h)} steps")
+    steps = sum(len(f) for f in rep.frames)
+    print(f"replayed {len(rep.frames)} frames, {steps} steps; state hash {digest} "
+          + ("(the recorded one: bit for bit)" if same else
+             f"(DIFFERS from the recorded {rep.final_hash or 'nothing'})"))
+    return 0 if same else 1

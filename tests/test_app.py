@@ -330,6 +330,14 @@ def check_record(app, b):
     assert path.exists()
 
 
+def check_save_replay(app, b):
+    """A world built in code is not a level: the replay cannot be saved, and says so;
+    the file format and playback are tested in tests/test_replay.py."""
+    run(app, 3)
+    press(app, b.key, b.mods)
+    assert app.messages[-1][2] and "not built from a level" in app.messages[-1][0]
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
           if name.startswith("check_")}
 

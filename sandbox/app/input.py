@@ -119,6 +119,9 @@ class Input:
         app = self.app
         p = app.camera.to_world(event.pos)
         button = event.button
+        if app.session.player is not None and button in (1, 3):
+            app.message("playing a replay: the mouse pans (middle) and zooms (wheel)")
+            return
         if button == 1 and self.mods() & pygame.KMOD_SHIFT:
             self.cut_path = [p]
             self.cut_count = 0

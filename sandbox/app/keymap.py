@@ -100,6 +100,7 @@ KEYMAP: list[Binding] = [
     Binding(K.K_F12, NONE, "screenshot", "screenshot (PNG)"),
     Binding(K.K_F5, NONE, "save_snapshot", "save a snapshot of the world"),
     Binding(K.K_F9, NONE, "load_snapshot", "load the latest snapshot"),
+    Binding(K.K_F6, NONE, "save_replay", "save a replay of this session (main.py replay)"),
     Binding(K.K_ESCAPE, NONE, "quit", "quit"),
     Binding(K.K_q, NONE, "quit", "quit"),
 ]

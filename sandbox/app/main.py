@@ -162,6 +162,7 @@ class App:
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
+            "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
         }
         self._scene_loaded()
 
@@ -351,8 +352,17 @@ class App:
         """Turn one event into commands; nothing raised here ever leaves the app."""
         self.input.handle(event)
 
+    #: Commands that change the world: a replay being played does that itself.
+    WORLD_ACTIONS = frozenset({
+        "cycle_integrator", "set_integrator", "iterations", "substeps", "set_iterations",
+        "set_substeps", "reset", "level", "set_level", "load_snapshot", "cycle_timestep",
+        "set_timestep", "hz", "set_hz"})
+
     def do(self, action: str, arg=None) -> None:
         """Run the command ``action`` (a keymap action name); errors become messages."""
+        if self.session.player is not None and action in self.WORLD_ACTIONS:
+            self.message("playing a replay: it makes its own changes (Q quits)", True)
+            return
         try:
             fn = self.commands[action]
             fn() if arg is None else fn(arg)
@@ -747,14 +757,25 @@ def _set_icon() -> None:
 
 
 def run_app(level: str | None, integrator: str | None = None, timestep: str | None = None,
-            frames: int = 0, clip_fps: int = 30, clip_width: int = 960) -> int:
+            frames: int = 0, clip_fps: int = 30, clip_width: int = 960,
+            replay: str | None = None) -> int:
     """Open the window on ``level`` (default: playground) until closed, or for ``frames``
     frames when > 0; clips (C) are recorded at ``clip_fps`` and ``clip_width`` px wide
-    at most. Returns 0, or 1 after printing why a level could not be used."""
+    at most; ``replay``: play that replay file instead. Returns 0, or 1 after printing
+    why a level or a replay file could not be used."""
+    rep = None
     try:
-        scene = scene_from_level(level or DEFAULT_LEVEL, integrator=integrator,
-                                 timestep=timestep)
-    except Exception as e:   # LevelError, ValueError: a message, no traceback
+        if replay is not None:
+            from ..levels import parse_level
+            from ..replay import load as load_replay
+            from .session import scene_from_spec
+
+            rep = load_replay(replay)
+            scene = scene_from_spec(parse_level(rep.level.text, replay), replay, None)
+        else:
+            scene = scene_from_level(level or DEFAULT_LEVEL, integrator=integrator,
+                                     timestep=timestep)
+    except Exception as e:   # LevelError, ReplayError, ValueError: a line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 1
     # X11 window class (window managers, xdotool search --classname); SDL reads it when
@@ -786,6 +807,10 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         kernels = start_kernels(first.config.dtype if first is not None else "float64")
         app = App(scene, screen=screen, clip_fps=clip_fps, clip_width=clip_width,
                   kernels=kernels)
+        if rep is not None:
+            app.session.play_replay(rep)
+            app.message(f"playing {replay}: {len(rep.frames)} frames (Space pauses, "
+                        "Q quits)", seconds=8.0)
         clock = pygame.time.Clock()
         last = time.perf_counter()
         while app.running:

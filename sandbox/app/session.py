@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..replay import SessionLog
+from ..replay import apply as apply_input
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
@@ -62,6 +64,7 @@ class Scene:
     description: str = ""
     hint: str = ""                                   # one line on what to try
     ghost: str | None = None                         # the level's recommended ghost
+    level_text: str | None = None                    # the level as TOML (replay files)
     first_world: World | None = None                 # already built (errors surface early)
 
 
@@ -74,12 +77,19 @@ def scene_from_level(name_or_path: str | Path, integrator: str | None = None,
                      timestep: str | None = None) -> Scene:
     """A scene from a level name or file, built as ``simulate`` builds it; ``LevelError``
     / ``ValueError`` when bad."""
-    from ..levels import build_world, find_level, load_level, make_policy_for, with_world
+    from ..levels import find_level, load_level
 
     _check_choice("integrator", integrator, INTEGRATORS)
     _check_choice("timestep mode", timestep, TIMESTEPS)
     path = find_level(name_or_path)
-    level = load_level(path)
+    return scene_from_spec(load_level(path), path, str(name_or_path), integrator, timestep)
+
+
+def scene_from_spec(level, path, source: str | None, integrator: str | None = None,
+                    timestep: str | None = None) -> Scene:
+    """A scene from a validated level spec (a file's, or a replay file's)."""
+    from ..levels import build_world, dump_level, make_policy_for, with_world
+
     overrides = {k: v for k, v in (("integrator", integrator), ("timestep", timestep))
                  if v is not None}
     if overrides:
@@ -90,13 +100,13 @@ def scene_from_level(name_or_path: str | Path, integrator: str | None = None,
                                           h=level.world.h if h is None else h))
 
     first = build_world(level)
-    stem = Path(str(name_or_path)).stem if Path(str(name_or_path)).suffix else str(
-        name_or_path)
+    name = str(source if source is not None else path)
+    stem = Path(name).stem if Path(name).suffix else name
     return Scene(title=level.name or stem, make_world=lambda: build_world(level),
                  make_policy=policy, integrator=level.world.integrator,
                  timestep=level.world.timestep,
                  view_center=tuple(level.view.center), view_width=level.view.width,
-                 source=str(name_or_path), description=level.description,
+                 source=source, description=level.description, level_text=dump_level(level),
                  hint=getattr(level, "hint", ""), ghost=getattr(level, "ghost", None),
                  first_world=first)
 
@@ -155,6 +165,8 @@ class Session:
         self.x_before: np.ndarray | None = None
         self.ghost_before: np.ndarray | None = None
         self._step_pending = False
+        self.player = None                           # a replay being played (play_replay)
+        self._last_drag = None
         self.load_scene(scene)
 
     def message(self, text: str, error: bool = False) -> None:
@@ -167,6 +179,7 @@ class Session:
         world = scene.first_world if scene.first_world is not None else scene.make_world()
         scene.first_world = None                     # a reset builds a fresh one
         self.scene = scene
+        self.log = SessionLog(scene.title, scene.level_text)
         self.h = None
         self.timestep = scene.timestep
         self.trace = StepTrace()
@@ -209,13 +222,17 @@ class Session:
     def update(self, dt: float) -> bool:
         """Plan and take this frame's steps (none while paused, one plan per step key).
         Returns True if any step was taken."""
+        if self.player is not None:
+            return self._play_frame()
         if self.paused:
             if not self._step_pending:
+                self.log.step([])
                 return False
             self._step_pending = False
             plan = self.policy.plan(self.policy.nominal_h)
         else:
             plan = self.policy.plan(dt * self.speed)
+        self.log.step(plan)
         self.last_plan = plan
         if self.timestep != "replay" and len(self.trace.frames) < TRACE_LIMIT:
             self.trace.record(plan)
@@ -278,6 +295,8 @@ class Session:
     def grab(self, point, radius: float) -> int | None:
         """Take the movable particle nearest ``point`` (m) within ``radius`` m with the
         mouse spring, in the world and the ghost; returns it (None: nothing there)."""
+        self.log.record("grab", point[0], point[1], radius)
+        self._last_drag = None
         k = self.world.nearest_movable(point, radius)
         if k is None:
             if self.world.nearest(point, radius) is not None:
@@ -289,20 +308,28 @@ class Session:
         return k
 
     def drag_to(self, point) -> None:
+        key = (float(point[0]), float(point[1]))
+        if key != self._last_drag and self.world.mouse is not None:
+            self.log.record("drag", *key)
+            self._last_drag = key
         for w in self.worlds():
             w.drag_to(point)
 
     def release(self) -> None:
+        if self.world.mouse is not None:
+            self.log.record("release")
         for w in self.worlds():
             w.release()
 
     def cut(self, a, b) -> int:
+        self.log.record("cut", a[0], a[1], b[0], b[1])
         n = self.world.cut(a, b)
         if self.ghost is not None:
             self.ghost.cut(a, b)
         return n
 
     def toggle_pin(self, point, radius: float) -> int | None:
+        self.log.record("pin", point[0], point[1], radius)
         k = self.world.nearest(point, radius)
         if k is None:
             return None
@@ -319,6 +346,7 @@ class Session:
     def set_integrator(self, name: str) -> None:
         if name == self.integrator:
             return
+        self.log.record("integrator", name)
         self.world.set_integrator(name)
         self.on_segment(INTEGRATORS[name].label)
         self.message(f"integrator: {INTEGRATORS[name].label}")
@@ -381,6 +409,8 @@ class Session:
     def _configure(self, **changes) -> None:
         for w in self.worlds():
             w.configure(dataclasses.replace(w.config, **changes))
+        cfg = self.world.config
+        self.log.record("configure", cfg.iterations, cfg.substeps)
 
     def change_iterations(self, step: int) -> None:
         n = int(np.clip(self.world.config.iterations + step, *ITERATIONS))
@@ -401,6 +431,8 @@ class Session:
         """Rebuild the level; the integrator, timestep mode, iterations and substeps and
         the speed chosen in the window stay."""
         cfg = self.world.config
+        self.log.record("reset", cfg.integrator, cfg.iterations, cfg.substeps,
+                        self.policy.nominal_h)
         world = self.scene.make_world()
         world.configure(dataclasses.replace(world.config, iterations=cfg.iterations,
                                             substeps=cfg.substeps))
@@ -537,6 +569,64 @@ class Session:
         self.on_segment(f"ghost: {INTEGRATORS[name].label}")
         self.message(f"ghost: {INTEGRATORS[name].label}, restarted from the world")
 
+    # --- replays ---------------------------------------------------------------------
+
+    def save_replay(self, folder: Path) -> Path:
+        """This session since its level was opened, as a replay file (see replay.py)."""
+        from . import files
+        text = self.log.to_json(self.world.state_hash())     # ReplayError: why not
+        path = files.unique_path(folder, "replay", ".replay.json")
+        from ..sim.atomic import atomic_write_text
+        atomic_write_text(path, text)
+        n = self.log.frame
+        self.message(f"replay saved: {path} ({n} frames; python main.py replay {path})")
+        return path
+
+    def play_replay(self, rep) -> None:
+        """Play a replay file's frames and inputs instead of the clock and the mouse."""
+        from ..levels import parse_level
+
+        self.player = {"rep": rep, "frame": 0, "event": 0,
+                       "level": parse_level(rep.level.text, rep.level.name)}
+        self.paused = False
+
+    def _play_frame(self) -> bool:
+        p = self.player
+        rep, k = p["rep"], p["frame"]
+        events = rep.events
+        if self.paused and not self._step_pending:
+            return False
+        self._step_pending = False
+        if k >= len(rep.frames):
+            while p["event"] < len(events):            # inputs after the last step
+                self._replay_input(events[p["event"]])
+                p["event"] += 1
+            same = self.world.state_hash() == rep.final_hash
+            self.player = None
+            self.paused = True
+            self.message("replay finished: the final state is bit for bit the recorded one"
+                         if same else "replay finished: the final state DIFFERS from the "
+                         "recording", not same)
+            return False
+        while p["event"] < len(events) and events[p["event"]][0] <= k:
+            self._replay_input(events[p["event"]])
+            p["event"] += 1
+        plan = list(rep.frames[k])
+        p["frame"] = k + 1
+        self.last_plan = plan
+        self.advance(plan)
+        return bool(plan)
+
+    def _replay_input(self, ev: list) -> None:
+        op, args = ev[1], ev[2:]
+        level = self.player["level"]
+        self.world = apply_input(self.world, level, op, args)
+        if self.ghost is not None:
+            if op == "reset":
+                self._seed_ghost(self.ghost.integrator.name)
+            elif op != "integrator":
+                self.ghost = apply_input(self.ghost, level, op, args)
+
     # --- files ----------------------------------------------------------------------
 
     def save_snapshot(self, folder: Path) -> Path:
@@ -553,6 +643,7 @@ class Session:
             self.message(f"no snapshot in {folder} (F5 saves one)", True)
             return
         self.world.load(path)                 # SnapshotError: world unchanged, message
+        self.log.broken = f"a snapshot was loaded ({path.name})"
         self._set_world(self.world)
         self.on_segment("loaded")
         self.paused = False

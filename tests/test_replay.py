@@ -1,0 +1,147 @@
+"""Replay files (F6, ``main.py replay``): a session played back bit for bit, and hostile
+files refused with one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import events as ev
+import numpy as np
+import pygame
+import pytest
+
+from sandbox.app.main import App
+from sandbox.replay import ReplayError, load, play
+
+ROOT = Path(__file__).resolve().parent.parent
+H = 1 / 60
+
+
+def record_session(tmp_path) -> tuple[Path, str]:
+    """A session with every kind of input, at irregular real frame times: a spring drag
+    of the pendulum's bob, an integrator and a solver switch, a Shift-drag cut, a pin,
+    a reset. Returns the replay file and the final state hash."""
+    pygame.display.init()
+    pygame.display.set_mode((1280, 800))
+    pygame.event.clear()
+    app = App("playground", size=(1280, 800), out_dir=tmp_path)
+    dts = np.random.default_rng(3).uniform(0.008, 0.035, 200)
+    it = iter(dts)
+    for _ in range(10):
+        app.frame(next(it))
+    bob = app.world.nearest_movable([3.0, 1.0], 5.0)
+    p = app.camera.to_screen(app.world.particles.x[bob])
+    ev.post(ev.motion(p), ev.button_down(p))
+    for k in range(15):
+        ev.post(ev.motion((p[0] - 6 * k, p[1] - 4 * k), (-6, -4), (1, 0, 0)))
+        app.frame(next(it))
+    ev.post(ev.button_up((p[0] - 84, p[1] - 56)))
+    app.frame(next(it))
+    app.do("set_integrator", "verlet")
+    app.do("substeps", 1)
+    x = app.world.particles.x
+    y = float(np.median(x[:300, 1]))
+    a = app.camera.to_screen([x[:300, 0].min() - 0.2, y])
+    b = app.camera.to_screen([x[:300, 0].max() + 0.2, y])
+    ev.post(*ev.drag(a, b, shift=True, steps=4))
+    app.frame(next(it))
+    q = app.camera.to_screen(app.world.particles.x[290])
+    ev.post(ev.button_down(q, 3), ev.button_up(q, 3))
+    for _ in range(20):
+        app.frame(next(it))
+    app.do("reset")
+    for _ in range(10):
+        app.frame(next(it))
+    assert len(app.world.constraints) == len(app.scene.make_world().constraints)
+    path = app.session.save_replay(tmp_path / "replays")
+    kinds = {e[1] for e in json.loads(path.read_text())["events"]}
+    assert {"grab", "drag", "release", "integrator", "configure", "cut", "pin",
+            "reset"} <= kinds
+    return path, app.world.state_hash()
+
+
+def test_a_session_replays_bit_for_bit_headless_and_in_the_window(tmp_path):
+    path, digest = record_session(tmp_path)
+    rep = load(path)
+    assert rep.final_hash == digest
+    assert play(rep).state_hash() == digest
+    out = tmp_path / "run.npz"
+    r = subprocess.run([sys.executable, "main.py", "replay", str(path), "--headless",
+                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert digest in r.stdout and "bit for bit" in r.stdout
+    with np.load(out) as z:
+        assert len(z["h"]) == sum(len(f) for f in rep.frames)
+        assert str(z["state_hash"]) == digest
+    # In the window: the replay drives the session instead of the clock and the mouse.
+    from sandbox.app.session import scene_from_spec
+    from sandbox.levels import parse_level
+    app = App(scene_from_spec(parse_level(rep.level.text, "r"), path, None),
+              size=(1280, 800), out_dir=tmp_path)
+    app.session.play_replay(rep)
+    for _ in range(len(rep.frames) + 2):
+        app.frame(0.5)                                # the real frame time is ignored
+    assert app.world.state_hash() == digest
+    assert "bit for bit" in app.messages[-1][0]
+
+
+def test_a_loaded_snapshot_makes_the_session_unreplayable_and_says_why(tmp_path):
+    pygame.display.init()
+    app = App("pendulums", size=(800, 600), out_dir=tmp_path)
+    app.frame(H)
+    app.save_snapshot()
+    app.load_snapshot()
+    app.do("save_replay")
+    assert app.messages[-1][2] and "snapshot was loaded" in app.messages[-1][0]
+    assert not (tmp_path / "replays").exists() or not list((tmp_path / "replays").iterdir())
+
+
+GOOD = {"format": "verlet-sandbox replay", "version": 1,
+        "level": {"name": "t", "text": (ROOT / "levels" / "pendulums.toml").read_text()},
+        "frames": [[0.01], [0.01]], "events": [[0, "integrator", "rk4"]], "final_hash": ""}
+
+
+def _variant(**changes) -> str:
+    d = json.loads(json.dumps(GOOD))
+    d.update(changes)
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("not json at all", "invalid JSON"),
+    ("[1, 2, 3]", "not a replay file"),
+    (_variant(format="something else"), "not a replay file"),
+    (_variant(version=2), "version"),
+    (_variant(frames=[[0.01], [-1.0]]), "frames.1.0"),
+    (_variant(frames=[[0.01], [1e400]]), "Infinity is not a number"),
+    (_variant(events=[[0, "explode"]]), "unknown operation 'explode'"),
+    (_variant(events=[[0, "grab", 1.0, 2.0]]), "'grab' takes 3 finite numbers"),
+    (_variant(events=[[3, "release"], [1, "release"]]), "must not go back"),
+    (_variant(events=[[0, "integrator", "rk5"]]), "'integrator' takes one of"),
+    (_variant(events=[[0, "configure", 0, 1]]), "iterations 1..200"),
+    (_variant(level={"name": "t", "text": "[world]\niterations = -3\n"}), "iterations"),
+    ('{"format": "verlet-sandbox replay", "version": 1, "frames": [[NaN]]}', "NaN"),
+    ("[" * 100_000 + "]" * 100_000, "invalid JSON"),
+])
+def test_a_hostile_replay_file_is_one_line_and_nothing_runs(tmp_path, text, fragment):
+    bad = tmp_path / "bad.replay.json"
+    bad.write_text(text)
+    with pytest.raises(ReplayError, match="bad.replay.json") as e:
+        load(bad)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+    out = tmp_path / "o.npz"
+    r = subprocess.run([sys.executable, "main.py", "replay", str(bad), "--headless",
+                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and not out.exists()
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_a_directory_or_missing_file_is_refused(tmp_path):
+    for p in (tmp_path, tmp_path / "nope.json"):
+        with pytest.raises(ReplayError, match="not a file"):
+            load(p)
