@@ -169,6 +169,13 @@ def _check_ends(body: Any, kind: str) -> None:
         raise _fail(kind, f"expected an end at least {_MIN_SPAN} m away from start",
                     field="end")
 
+
+def _one_line(text: str) -> str:
+    if "\n" in text or "\r" in text:
+        raise _fail("one_line", "expected one line (no line breaks)")
+    return text
+
+
 Bounds = Annotated[tuple[Float, Float, Float, Float],
                    _length(4, "4 numbers [xmin, ymin, xmax, ymax]")]
 
@@ -237,7 +244,7 @@ class Cloth(_Spec):
     rows: Annotated[Int, Field(ge=2, le=400)] = Field(15, description="particles down")
     spacing: Positive = Field(0.1, description="rest distance between neighbours, m")
     origin: Vec2 = Field((0.0, 0.0), description="top-left particle, m")
-    pins: Literal["top_row", "top_corners", "top_points", "none"] = Field(
+    pins: Literal["top_row", "top_corners", "top_points", "top_middle", "none"] = Field(
         "top_corners", description="which particles are pinned")
     mass: Mass = 0.01
     radius: Radius = 0.0
@@ -322,6 +329,8 @@ class Pendulum(_Spec):
     angle: Float = Field(0.5, description="initial angle from straight down, rad")
     mass: Mass = 1.0
     radius: Radius = 0.05
+    stiffness: NonNeg = Field(0.0, description="0: a rigid rod (a constraint); > 0: the "
+                                               "rod is a spring of this stiffness, N/m")
 
 
 class DoublePendulum(_Spec):
@@ -333,6 +342,8 @@ class DoublePendulum(_Spec):
     angles: Pair = Field((1.5, 1.5), description="initial angles from straight down, rad")
     masses: PositivePair = Field((1.0, 1.0), description="bob masses, kg")
     radius: Radius = 0.05
+    stiffness: NonNeg = Field(0.0, description="0: rigid rods (constraints); > 0: the "
+                                               "rods are springs of this stiffness, N/m")
 
 
 class Cradle(_Spec):
@@ -392,8 +403,52 @@ class Balls(_Spec):
     mass: Mass = 0.1
 
 
+class SpringChain(_Spec):
+    """A chain of particles joined by springs (forces, not constraints)."""
+
+    type: Literal["spring_chain"] = "spring_chain"
+    start: Vec2 = Field(description="first particle, m")
+    end: Vec2 = Field(description="last particle, m")
+    segments: Annotated[Int, Field(ge=1, le=1000)] = Field(10, description="springs")
+    mass: Mass = 0.1
+    radius: Radius = 0.0
+    stiffness: Positive = Field(100.0, description="each spring's stiffness, N/m")
+    damping: NonNeg = Field(0.0, description="each spring's damping, N s/m")
+    pin: Literal["start", "both", "none"] = Field("start", description="pinned ends")
+
+    @model_validator(mode="after")
+    def _distinct_ends(self):
+        _check_ends(self, "spring_chain")
+        return self
+
+
+class SpringPendulum(_Spec):
+    """A bob on a spring from a fixed pivot: it swings and bounces."""
+
+    type: Literal["spring_pendulum"] = "spring_pendulum"
+    pivot: Vec2 = Field(description="fixed pivot, m")
+    length: Positive = Field(1.0, description="rest length of the spring, m")
+    angle: Float = Field(0.0, description="initial angle from straight down, rad")
+    stretch: Float = Field(0.0, description="initial extension beyond the hanging "
+                                            "equilibrium, m")
+    stiffness: Positive = Field(50.0, description="N/m")
+    damping: NonNeg = Field(0.0, description="N s/m")
+    mass: Mass = 1.0
+    radius: Radius = 0.05
+
+    @model_validator(mode="after")
+    def _bob_below_pivot(self):
+        # The builder adds the static stretch m|g|/k, which needs the world's gravity;
+        # without it the bob must at least start beyond the pivot.
+        if self.length + self.stretch <= 0:
+            raise _fail("spring_pendulum", "expected a number > -length ({length})",
+                        field="stretch", length=self.length)
+        return self
+
+
 Body = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
-                       DoublePendulum, Cradle, Orbit, Balls], Field(discriminator="type")]
+                       DoublePendulum, Cradle, Orbit, Balls, SpringChain, SpringPendulum],
+                 Field(discriminator="type")]
 
 
 # --------------------------------------------------------------------------- shapes
@@ -458,6 +513,11 @@ class Level(_Spec):
 
     name: Str = Field("", description="title shown in the window")
     description: Str = Field("", description="one or two sentences on what to look at")
+    hint: Annotated[Str, AfterValidator(_one_line)] = Field(
+        "", description="one line on what to try, shown with the description")
+    ghost: Annotated[Str, _one_of(INTEGRATORS)] | None = Field(
+        None, description="the integrator the level recommends for the ghost: the one "
+                          "that differs most visibly from the world's own here")
     world: WorldSettings = Field(WorldSettings(), description="[world] table")
     view: View = Field(View(), description="[view] table")
     bodies: list[Body] = Field(default_factory=list, description="[[bodies]] tables")
@@ -477,7 +537,7 @@ class Level(_Spec):
 BODY_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m
     for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit,
-              Balls)}
+              Balls, SpringChain, SpringPendulum)}
 SHAPE_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m for m in (Circle, Segment, Polygon, Box)}
 

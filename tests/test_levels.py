@@ -93,6 +93,8 @@ def test_readme_documents_every_field():
 def test_every_body_and_shape_round_trips(tmp_path):
     text = """
     name = "all"
+    hint = "press G"
+    ghost = "verlet"
     [world]
     G = 1.0
     bounds = [-1, -2, 3, 4]
@@ -132,6 +134,15 @@ def test_every_body_and_shape_round_trips(tmp_path):
     [[bodies]]
     type = "balls"
     cols = 3
+    [[bodies]]
+    type = "spring_chain"
+    start = [0, 0]
+    end = [1, 0]
+    damping = 0.5
+    [[bodies]]
+    type = "spring_pendulum"
+    pivot = [0, 0]
+    stretch = 0.2
     [[shapes]]
     type = "circle"
     center = [0, 0]
@@ -196,7 +207,7 @@ BAD = [
      "expected an array of 2 numbers [x, y], got [0, -9.81, 0]"),
     ("[view]\ncenter = 3", "view.center", "expected an array of 2 numbers"),
     ("[[bodies]]\ntype = 'cloth'\npins = 'top'", "bodies[0].pins",
-     "expected one of: top_row, top_corners, top_points, none"),
+     "expected one of: top_row, top_corners, top_points, top_middle, none"),
     ("[[bodies]]\ntype = 'rope'\nstart = [1, 1]\nend = [1, 1]", "bodies[0].end",
      "expected an end at least"),
     ("[[bodies]]\ntype = 'cradle'\npivot = [0, 0]\nballs = 3\npull = 4", "bodies[0].pull",

@@ -1,4 +1,5 @@
-"""Scene builders: cloth, rope, bridge, soft bodies, pendulums, Newton's cradle, orbits.
+"""Scene builders: cloth, rope, bridge, soft bodies, pendulums, Newton's cradle, orbits,
+spring chains and spring pendulums.
 
 One set of builders serves the levels, the app, the benchmark and the tests (as Box2D's
 samples and benchmark share theirs). Each ``build_*(world, **params)`` appends particles
@@ -59,7 +60,8 @@ def build_cloth(world: World, cols: int, rows: int, spacing: float = 0.1, origin
 
     ``pins``: ``top_row``, ``top_corners``, ``top_points`` (five points along the top:
     the benchmark's choice, since a fully pinned top row makes a cloth effectively
-    one-dimensional) or ``none``.
+    one-dimensional), ``top_middle`` (the two neighbours at the middle of the top edge:
+    the rest of the cloth is free to fall and fold) or ``none``.
     """
     if cols < 2 or rows < 2:
         raise ValueError("a cloth needs cols >= 2 and rows >= 2")
@@ -74,8 +76,11 @@ def build_cloth(world: World, cols: int, rows: int, spacing: float = 0.1, origin
         pinned[[0, cols - 1]] = True
     elif pins == "top_points":
         pinned[np.unique(np.round(np.linspace(0, cols - 1, 5)).astype(int))] = True
+    elif pins == "top_middle":
+        pinned[[(cols - 1) // 2, (cols - 1) // 2 + 1]] = True
     elif pins != "none":
-        raise ValueError(f"unknown pins {pins!r}: top_row, top_corners, top_points, none")
+        raise ValueError(f"unknown pins {pins!r}: top_row, top_corners, top_points, "
+                         "top_middle, none")
     base = world.n
     pidx = world.add_particles(x, mass=mass, radius=radius, pinned=pinned)
     i, j, col, fam = grid_edges(rows, cols, shear, bend)
@@ -181,25 +186,47 @@ def _bob(pivot, length, angle):
     return pivot + length * np.array([math.sin(angle), -math.cos(angle)])
 
 
-def build_pendulum(world: World, pivot, length: float = 1.0, angle: float = 0.5,
-                   mass: float = 1.0, radius: float = 0.05) -> Body:
-    """A bob on a rigid massless rod, ``angle`` radians from straight down."""
-    p = _pt(pivot)
-    pts = np.stack([p, _bob(p, length, angle)])
-    body = _chain(world, pts, mass, [0.0, radius], 0.0, [True, False], "stick",
-                  name="pendulum")
+def _rods(world, points, mass, radius, stiffness, name):
+    """A pinned first particle and bobs joined in a row: by rigid rods (constraints) when
+    ``stiffness`` is 0, by springs of that stiffness (N/m, at their rest length) when > 0.
+
+    Rods are XPBD constraints: the solver takes a little energy out of every step that
+    bends them (more the fewer substeps). Stiff springs are forces that a symplectic
+    integrator keeps the energy of, so a chaotic swing stays chaotic.
+    """
+    if stiffness < 0:
+        raise ValueError("stiffness must be >= 0 (0: rigid rods)")
+    pinned = [True] + [False] * (len(points) - 1)
+    if stiffness == 0:
+        return _chain(world, points, mass, radius, 0.0, pinned, "stick", name=name)
+    base = world.n
+    pidx = world.add_particles(points, mass=mass, radius=radius, pinned=pinned)
+    i = base + np.arange(len(points) - 1)
+    world.add_springs(i, i + 1, stiffness)
+    body = Body(name, pidx)
+    world.bodies.append(body)
     return body
 
 
+def build_pendulum(world: World, pivot, length: float = 1.0, angle: float = 0.5,
+                   mass: float = 1.0, radius: float = 0.05, stiffness: float = 0.0) -> Body:
+    """A bob on a massless rod, ``angle`` radians from straight down; the rod is rigid
+    (``stiffness`` 0) or a stiff spring (N/m)."""
+    p = _pt(pivot)
+    pts = np.stack([p, _bob(p, length, angle)])
+    return _rods(world, pts, mass, [0.0, radius], stiffness, "pendulum")
+
+
 def build_double_pendulum(world: World, pivot, lengths=(1.0, 1.0), angles=(1.5, 1.5),
-                          masses=(1.0, 1.0), radius: float = 0.05) -> Body:
-    """Two bobs on rigid rods: the classic chaotic double pendulum."""
+                          masses=(1.0, 1.0), radius: float = 0.05,
+                          stiffness: float = 0.0) -> Body:
+    """Two bobs on rods: the classic chaotic double pendulum. Rigid rods (``stiffness``
+    0) or stiff springs (N/m), as :func:`build_pendulum`."""
     p = _pt(pivot)
     b1 = _bob(p, lengths[0], angles[0])
     b2 = _bob(b1, lengths[1], angles[1])
-    return _chain(world, np.stack([p, b1, b2]), [1.0, masses[0], masses[1]],
-                  [0.0, radius, radius], 0.0, [True, False, False], "stick",
-                  name="double_pendulum")
+    return _rods(world, np.stack([p, b1, b2]), [1.0, masses[0], masses[1]],
+                 [0.0, radius, radius], stiffness, "double_pendulum")
 
 
 def build_cradle(world: World, pivot, balls: int = 5, length: float = 1.0,
@@ -277,10 +304,66 @@ def build_orbit(world: World, center=(0.0, 0.0), central_mass: float = 1000.0,
     return body
 
 
+def build_spring_chain(world: World, start, end, segments: int = 10, mass: float = 0.1,
+                       radius: float = 0.0, stiffness: float = 100.0, damping: float = 0.0,
+                       pin: str = "start") -> Body:
+    """A straight chain of ``segments`` springs from ``start`` to ``end``, each at its rest
+    length: forces, not constraints, so every integrator (RK4 included) integrates them
+    and the chain stretches, bounces and swings as fast as ``sqrt(stiffness / mass)``.
+
+    ``stiffness`` N/m and ``damping`` N s/m per spring; ``pin`` ``start``, ``both`` or
+    ``none``.
+    """
+    a, b = _pt(start), _pt(end)
+    if segments < 1 or np.allclose(a, b):
+        raise ValueError("a spring chain needs segments >= 1 and distinct ends")
+    if pin not in ("start", "both", "none"):
+        raise ValueError(f"unknown pin {pin!r}: start, both, none")
+    s = np.linspace(0.0, 1.0, segments + 1)[:, None]
+    pinned = np.zeros(segments + 1, bool)
+    pinned[0] = pin in ("start", "both")
+    pinned[-1] = pin == "both"
+    base = world.n
+    pidx = world.add_particles(a + s * (b - a), mass=mass, radius=radius, pinned=pinned)
+    i = base + np.arange(segments)
+    world.add_springs(i, i + 1, stiffness, damping)
+    body = Body("spring_chain", pidx)
+    world.bodies.append(body)
+    return body
+
+
+def build_spring_pendulum(world: World, pivot, length: float = 1.0, angle: float = 0.0,
+                          stretch: float = 0.0, stiffness: float = 50.0,
+                          damping: float = 0.0, mass: float = 1.0,
+                          radius: float = 0.05) -> Body:
+    """A bob on a spring of rest length ``length`` from a fixed pivot, ``angle`` radians
+    from straight down: a pendulum that also bounces (an elastic pendulum).
+
+    The bob starts ``stretch`` metres beyond the hanging equilibrium, where the spring
+    holds the weight (extension ``mass |g| / stiffness``): ``stretch = 0`` and ``angle =
+    0`` hang still, ``stretch > 0`` bounces at ``sqrt(stiffness / mass)`` rad/s.
+    """
+    p = _pt(pivot)
+    if length <= 0 or stiffness <= 0 or mass <= 0:
+        raise ValueError("a spring pendulum needs length, stiffness and mass > 0")
+    g = float(np.hypot(*world.config.gravity))
+    reach = length + mass * g / stiffness + stretch
+    if reach <= 0:
+        raise ValueError("stretch would put the bob on the other side of the pivot")
+    base = world.n
+    pidx = world.add_particles(np.stack([p, _bob(p, reach, angle)]), mass=[1.0, mass],
+                               radius=[0.0, radius], pinned=[True, False])
+    world.add_springs(base, base + 1, stiffness, damping, rest=length)
+    body = Body("spring_pendulum", pidx)
+    world.bodies.append(body)
+    return body
+
+
 #: Builders by the ``type`` name that level files use.
 BUILDERS = {
     "cloth": build_cloth, "rope": build_rope, "bridge": build_bridge,
     "soft_ring": build_soft_ring, "soft_blob": build_soft_blob, "pendulum": build_pendulum,
     "double_pendulum": build_double_pendulum, "cradle": build_cradle, "orbit": build_orbit,
-    "balls": build_balls,
+    "balls": build_balls, "spring_chain": build_spring_chain,
+    "spring_pendulum": build_spring_pendulum,
 }
