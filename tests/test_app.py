@@ -268,7 +268,7 @@ def check_load_snapshot(app, b):
     assert app.world.state_hash() == saved
 
 
-def check_quit(app, b):
+def check_quit(app, b):  # Q (Esc is "cancel", checked below)
     press(app, b.key, b.mods)
     assert not app.running
 
@@ -336,6 +336,78 @@ def check_save_replay(app, b):
     run(app, 3)
     press(app, b.key, b.mods)
     assert app.messages[-1][2] and "not built from a level" in app.messages[-1][0]
+
+
+def check_toggle_build(app, b):
+    """The test world is built in code, not from a level: build mode starts an empty
+    room (with walls) and B again leaves it, running what was built."""
+    press(app, b.key, b.mods)
+    assert app.editor is not None and app.paused and app.world.n == 0
+    press(app, b.key, b.mods)
+    assert app.editor is None and not app.paused
+
+
+def check_cycle_tool(app, b):
+    app.do("toggle_build")
+    before = app.tool
+    press(app, b.key, b.mods)
+    assert app.tool != before
+
+
+def check_undo(app, b):
+    app.do("toggle_build")
+    app.do("set_tool", "box")
+    ev.post(*ev.drag((100, 300), (200, 350)))
+    app.frame(H)
+    assert len(app.world.shapes) == 1
+    press(app, b.key, b.mods)
+    assert len(app.world.shapes) == 0
+
+
+def check_redo(app, b):
+    check_undo(app, next(x for x in KEYMAP if x.action == "undo"))
+    press(app, b.key, b.mods)
+    assert len(app.world.shapes) == 1
+
+
+def check_build_delete(app, b):
+    app.do("toggle_build")
+    app.do("set_tool", "box")
+    ev.post(*ev.drag((100, 300), (200, 350)))
+    app.frame(H)
+    ev.post(ev.button_down((150, 325), 3), ev.button_up((150, 325), 3))
+    app.frame(H)
+    press(app, b.key, b.mods)
+    assert len(app.world.shapes) == 0
+
+
+def check_close_polygon(app, b):
+    app.do("toggle_build")
+    app.do("set_tool", "polygon")
+    for p in [(100, 400), (200, 400), (150, 320)]:
+        ev.post(ev.button_down(p), ev.button_up(p))
+    app.frame(H)
+    press(app, b.key, b.mods)
+    assert app.editor.table["shapes"][-1]["type"] == "polygon"
+
+
+def check_save_level(app, b):
+    app.do("toggle_build")
+    press(app, b.key, b.mods)                          # asks for a name
+    assert app.panel.dialog is not None and app.panel.typing()
+    press(app, pygame.K_q)                             # typed, not a hotkey
+    assert app.running
+
+
+def check_cancel(app, b):
+    app.do("toggle_build")
+    app.do("set_tool", "polygon")
+    ev.post(ev.button_down((100, 400)), ev.button_up((100, 400)))
+    app.frame(H)
+    press(app, b.key, b.mods)                          # drops the corner, stays open
+    assert app.running and app.input.polygon == []
+    press(app, b.key, b.mods)
+    assert not app.running
 
 
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()

@@ -50,6 +50,8 @@ class Input:
         self.cut_path: list[np.ndarray] | None = None
         self.cut_count = 0
         self.panning = False
+        self.gesture: list[np.ndarray] | None = None   # build mode: the drag's points (m)
+        self.polygon: list[np.ndarray] = []             # build mode: polygon corners (m)
         self.handlers: dict[int, Callable] = {
             pygame.QUIT: lambda e: app.quit(),
             pygame.KEYDOWN: self.key_down, pygame.KEYUP: self.key_up,
@@ -119,6 +121,9 @@ class Input:
         app = self.app
         p = app.camera.to_world(event.pos)
         button = event.button
+        if app.editor is not None and button in (1, 3):
+            self.build_down(p, button)
+            return
         if app.session.player is not None and button in (1, 3):
             app.message("playing a replay: the mouse pans (middle) and zooms (wheel)")
             return
@@ -140,6 +145,11 @@ class Input:
         app = self.app
         if self.panning:
             app.camera.pan_pixels(self.mouse[0] - old[0], self.mouse[1] - old[1])
+        if self.gesture is not None:
+            q = app.camera.to_world(self.mouse)
+            if np.hypot(*(app.camera.to_screen(q) - app.camera.to_screen(self.gesture[-1]))) \
+                    >= 3.0:
+                self.gesture.append(q)
         if self.cut_path is not None:
             a, b = self.cut_path[-1], app.camera.to_world(self.mouse)
             self.cut_count += app.session.cut(a, b)
@@ -148,6 +158,11 @@ class Input:
 
     def mouse_up(self, event) -> None:
         self.mouse = tuple(event.pos)
+        if event.button == 1 and self.gesture is not None:
+            points = self.gesture + [self.app.camera.to_world(self.mouse)]
+            self.gesture = None
+            self.app.build_gesture(points)
+            return
         if event.button == 1:
             if self.grabbed is not None:
                 self.follow()
@@ -169,6 +184,24 @@ class Input:
             steps = -steps
         at = getattr(event, "pos", None) or self.mouse
         self.app.camera.zoom_at(at, 1.15 ** float(np.clip(steps, -10, 10)))
+
+    # --- build mode -------------------------------------------------------------------
+
+    def build_down(self, p: np.ndarray, button: int) -> None:
+        """A press in build mode: right selects; left starts the tool's gesture (the
+        polygon tool collects corners instead: a click near the first one closes it)."""
+        app = self.app
+        if button == 3 or app.tool == "select":
+            app.build_select(p, self._pick_radius())
+            return
+        if app.tool == "polygon":
+            if len(self.polygon) >= 3 and np.hypot(*(p - self.polygon[0])) <= \
+                    self._pick_radius():
+                app.do("close_polygon")
+            else:
+                self.polygon.append(p)
+            return
+        self.gesture = [p]
 
     def follow(self) -> None:
         """The hand's spring pulls towards the cursor (world and ghost)."""

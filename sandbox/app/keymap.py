@@ -101,7 +101,14 @@ KEYMAP: list[Binding] = [
     Binding(K.K_F5, NONE, "save_snapshot", "save a snapshot of the world"),
     Binding(K.K_F9, NONE, "load_snapshot", "load the latest snapshot"),
     Binding(K.K_F6, NONE, "save_replay", "save a replay of this session (main.py replay)"),
-    Binding(K.K_ESCAPE, NONE, "quit", "quit"),
+    Binding(K.K_b, NONE, "toggle_build", "build mode on / off (the mouse places things)"),
+    Binding(K.K_b, CTRL, "cycle_tool", "build: next tool"),
+    Binding(K.K_z, CTRL, "undo", "build: undo"),
+    Binding(K.K_y, CTRL, "redo", "build: redo"),
+    Binding(K.K_DELETE, NONE, "build_delete", "build: delete the selection"),
+    Binding(K.K_RETURN, NONE, "close_polygon", "build: close the polygon"),
+    Binding(K.K_s, CTRL, "save_level", "build: save as a level file"),
+    Binding(K.K_ESCAPE, NONE, "cancel", "cancel the polygon being drawn; else quit"),
     Binding(K.K_q, NONE, "quit", "quit"),
 ]
 del K

@@ -78,11 +78,17 @@ class ControlPanel:
     # --- building -------------------------------------------------------------------
 
     def build(self) -> None:
-        """(Re)create the widgets inside ``rect`` (its height is set by the rows)."""
+        """(Re)create the widgets inside ``rect`` (its height is set by the rows): the
+        controls, or in build mode the build tools."""
         self.manager.clear_and_reset()
         self.manager.set_window_resolution(self.app.size)
         self.actions = {}
         self._shown = {}
+        self.dialog = None
+        if self.app.editor is not None:
+            self._build_tools()
+            return
+        self.mode = "controls"
         r = self.rect
         r.h = self.HEIGHT
         self.container = UIPanel(r, manager=self.manager, starting_height=1)
@@ -188,6 +194,12 @@ class ControlPanel:
 
     def sync(self, force: bool = False) -> None:
         """Show the state the commands left (a hotkey may have changed it)."""
+        if (self.app.editor is not None) != (self.mode == "build"):
+            self.build()
+            return
+        if self.mode == "build":
+            self._sync_tools(force)
+            return
         s = self.app.session
         state = {"integrator": integrator_option(s.integrator), "timestep": s.timestep,
                  "ghost": self._ghost_option(), "level": self._level_name()}
@@ -208,10 +220,27 @@ class ControlPanel:
             if value.text != texts[key]:
                 value.set_text(texts[key])
 
+    def typing(self) -> bool:
+        """True while a text field has the keyboard (keys are text, not hotkeys)."""
+        from pygame_gui.elements import UITextEntryLine
+        return any(isinstance(e, UITextEntryLine) for e in self.manager.get_focus_set()
+                   or ())
+
     def process(self, event) -> bool:
         """Feed one event to the widgets; True if the panel took it (a click on it, or
         one of its own events, which becomes a command)."""
         kind = event.type
+        if kind == pygame_gui.UI_CONFIRMATION_DIALOG_CONFIRMED and event.ui_element in \
+                self.actions:
+            self.actions[event.ui_element]()
+            return True
+        if kind in (pygame.KEYDOWN, pygame.KEYUP, pygame.TEXTINPUT) and self.typing():
+            if kind == pygame.KEYDOWN and event.key in (pygame.K_RETURN, pygame.K_KP_ENTER) \
+                    and self.dialog is not None:
+                self.dialog_save()
+                return True
+            self.manager.process_events(event)
+            return True
         if kind == pygame_gui.UI_BUTTON_PRESSED and event.ui_element in self.actions:
             self.actions[event.ui_element]()
             return True
@@ -230,8 +259,11 @@ class ControlPanel:
         return bool(consumed) and kind not in (pygame.KEYDOWN, pygame.KEYUP)
 
     def covers(self, pos) -> bool:
-        """True if ``pos`` (px) is on the panel or on an open drop-down list."""
+        """True if ``pos`` (px) is on the panel, a dialog or an open drop-down list."""
         if self.container.get_abs_rect().collidepoint(pos):
+            return True
+        if self.dialog is not None and self.dialog.alive() and \
+                self.dialog.get_abs_rect().collidepoint(pos):
             return True
         return self.manager.get_hovering_any_element()
 
@@ -241,3 +273,142 @@ class ControlPanel:
 
     def draw(self, surface: pygame.Surface) -> None:
         self.manager.draw_ui(surface)
+
+    # --- build mode -----------------------------------------------------------------
+
+    #: (key, label, slider range, value -> slider position, position -> value)
+    PROPS = (
+        ("mass", "mass kg", (-30, 20), lambda v: round(10 * math.log10(v)),
+         lambda t: round(10.0 ** (t / 10.0), 6)),
+        ("radius", "radius m", (0, 100), lambda v: round(100 * v), lambda t: t / 100.0),
+        ("compliance", "compliance m/N", (0, 60),
+         lambda v: 0 if v <= 0 else round(10 * (math.log10(v) + 8)) + 1,
+         lambda t: 0.0 if t <= 0 else round(10.0 ** ((t - 1) / 10.0 - 8), 12)),
+        ("spacing", "spacing m", (2, 50), lambda v: round(100 * v), lambda t: t / 100.0),
+        ("thickness", "capsule half-width m", (1, 50), lambda v: round(100 * v),
+         lambda t: t / 100.0),
+    )
+    BUILD_HEIGHT = 4 + 20 + 20 + 28 + 5 * 42 + 28 + 28 + 28 + 4
+
+    def _build_tools(self) -> None:
+        from .build import TOOLS
+
+        self.mode = "build"
+        r = self.rect
+        r.h = self.BUILD_HEIGHT
+        self.container = UIPanel(r, manager=self.manager, starting_height=1)
+        m, c = self.manager, self.container
+        w = r.w - 16
+        y = 4
+        ed = self.app.editor
+
+        def label(text, x=8, width=w, obj="#label", h=20):
+            return UILabel(pygame.Rect(x, y, width, h), text, manager=m, container=c,
+                           object_id=pygame_gui.core.ObjectID(object_id=obj))
+
+        label("build  B: run it · Ctrl+S saves", obj="@title")
+        y += 20
+        label("tool  Ctrl+B")
+        y += 20
+        self.tool = UIDropDownMenu(list(TOOLS), self.app.tool, pygame.Rect(8, y, w, 24),
+                                   manager=m, container=c)
+        self.actions[self.tool] = lambda text: self.app.do("set_tool", text)
+        y += 28
+        self.prop_sliders = {}
+        for key, text, lo_hi, to_pos, _ in self.PROPS:
+            label(text, width=w - 84)
+            value = UILabel(pygame.Rect(r.w - 92, y, 84, 20), "", manager=m, container=c,
+                            object_id=pygame_gui.core.ObjectID(object_id="@value"))
+            y += 20
+            lo, hi = lo_hi
+            pos = int(min(max(to_pos(getattr(ed.props, key)), lo), hi))
+            slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18), pos, lo_hi, manager=m,
+                                        container=c, click_increment=1)
+            self.prop_sliders[key] = (slider, value)
+            self.actions[slider] = (lambda t, k=key: self.app.do("set_prop", (k, t)))
+            y += 22
+        bw = (w - 6) // 2
+        self.pinned = UIButton(pygame.Rect(8, y, bw, 24), "", manager=m, container=c)
+        self.shear = UIButton(pygame.Rect(14 + bw, y, bw, 24), "", manager=m, container=c)
+        self.actions[self.pinned] = lambda: self.app.do("toggle_prop", "pinned")
+        self.actions[self.shear] = lambda: self.app.do("toggle_prop", "shear")
+        y += 28
+        bw3 = (w - 12) // 3
+        for k, (text, action, tip) in enumerate((("Undo", "undo", "Ctrl+Z"),
+                                                 ("Redo", "redo", "Ctrl+Y"),
+                                                 ("Delete", "build_delete", "Del"))):
+            b = UIButton(pygame.Rect(8 + k * (bw3 + 6), y, bw3, 24), text, manager=m,
+                         container=c, tool_tip_text=tip)
+            self.actions[b] = (lambda a=action: self.app.do(a))
+        y += 28
+        save = UIButton(pygame.Rect(8, y, w, 24), "Save as level...", manager=m,
+                        container=c, tool_tip_text="Ctrl+S")
+        self.actions[save] = lambda: self.app.do("save_level")
+        self._sync_tools(True)
+
+    def _sync_tools(self, force: bool = False) -> None:
+        ed = self.app.editor
+        if self.tool.selected_option[0] != self.app.tool:
+            self.build()
+            return
+        for key, _, _, to_pos, _ in self.PROPS:
+            slider, value = self.prop_sliders[key]
+            v = getattr(ed.props, key)
+            text = f"{v:.3g}"
+            if value.text != text:
+                value.set_text(text)
+            lo, hi = slider.value_range
+            pos = int(min(max(to_pos(v), lo), hi))
+            if slider.get_current_value() != pos:
+                slider.set_current_value(pos)
+        for button, key in ((self.pinned, "pinned"), (self.shear, "shear")):
+            text = f"{key}: {'on' if getattr(ed.props, key) else 'off'}"
+            if button.text != text:
+                button.set_text(text)
+
+    def prop_value(self, key: str, position: int) -> float:
+        """A property slider's position as the property's value."""
+        for k, _, _, _, from_pos in self.PROPS:
+            if k == key:
+                return from_pos(position)
+        raise KeyError(key)
+
+    def open_save_dialog(self, name: str) -> None:
+        """A small window asking for the level's name."""
+        from pygame_gui.elements import UITextEntryLine, UIWindow
+
+        if (self.app.editor is not None) != (self.mode == "build"):
+            self.build()                                  # the mode changed this frame
+        W, H = self.app.size
+        rect = pygame.Rect(W // 2 - 220, H // 2 - 70, 440, 140)
+        win = UIWindow(rect, self.manager, window_display_title="Save as level",
+                       resizable=False)
+        UILabel(pygame.Rect(10, 6, 400, 20), "name (letters, digits, - and _):",
+                manager=self.manager, container=win)
+        entry = UITextEntryLine(pygame.Rect(10, 30, 300, 28), manager=self.manager,
+                                container=win)
+        entry.set_text(name)
+        self.manager.set_focus_set(entry)               # the keyboard types the name
+        ok = UIButton(pygame.Rect(320, 30, 90, 28), "Save", manager=self.manager,
+                      container=win)
+        self.actions[ok] = self.dialog_save
+        self.dialog, self.entry = win, entry
+
+    def dialog_save(self) -> None:
+        name = self.entry.get_text()
+        self.dialog.kill()
+        self.dialog = None
+        self.app.do("save_level", name)
+
+    def confirm_replace(self, path, on_yes) -> None:
+        from pygame_gui.windows import UIConfirmationDialog
+
+        if (self.app.editor is not None) != (self.mode == "build"):
+            self.build()
+        W, H = self.app.size
+        d = UIConfirmationDialog(pygame.Rect(W // 2 - 200, H // 2 - 90, 400, 180),
+                                 f"{path} exists. Replace it?", manager=self.manager,
+                                 window_title="Replace the level?",
+                                 action_short_name="Replace")
+        self.actions[d] = on_yes
+        self.dialog = d

@@ -1,0 +1,159 @@
+"""Build mode (B): the mouse places things, the result is a level that saves and
+reopens bit for bit. Driven with real-shaped events; headless."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pygame
+import pytest
+
+import events as ev
+from sandbox.app.main import App
+from sandbox.levels import build_world, load_level
+
+ROOT = Path(__file__).resolve().parent.parent
+H = 1 / 60
+SIZE = (1280, 800)
+
+
+@pytest.fixture
+def app(tmp_path) -> App:
+    pygame.display.init()
+    pygame.display.set_mode(SIZE)
+    pygame.event.clear()
+    a = App("pendulums", size=SIZE, out_dir=tmp_path)
+    a.frame(H)
+    a.do("toggle_build")
+    a.frame(H)
+    assert a.editor is not None and a.paused
+    return a
+
+
+def drag(app: App, a_world, b_world, steps: int = 5) -> None:
+    a, b = app.camera.to_screen(a_world), app.camera.to_screen(b_world)
+    ev.post(*ev.drag(a, b, steps=steps))
+    app.frame(H)
+
+
+def px_tol(app: App) -> float:
+    return 1.0 / app.camera.scale            # a pixel, in metres
+
+
+@pytest.mark.parametrize("tool, a, b", [("box", (-1.0, -1.0), (0.5, -0.4)),
+                                         ("circle", (0.0, 0.0), (0.6, 0.0)),
+                                         ("capsule", (-1.0, 0.0), (1.0, 0.5)),
+                                         ("segment", (-1.0, -0.5), (1.0, -0.5))])
+def test_shapes_are_drawn_by_dragging(app, tool, a, b):
+    shapes = len(app.world.shapes)
+    app.do("set_tool", tool)
+    drag(app, a, b)
+    assert len(app.world.shapes) == shapes + 1
+    s = app.editor.table["shapes"][-1]
+    tol = 2 * px_tol(app)
+    if tool == "box":
+        assert s["min"] == pytest.approx([-1.0, -1.0], abs=tol)
+        assert s["max"] == pytest.approx([0.5, -0.4], abs=tol)
+    elif tool == "circle":
+        assert s["center"] == pytest.approx([0, 0], abs=tol)
+        assert s["radius"] == pytest.approx(0.6, abs=tol)
+    else:
+        assert s["a"] == pytest.approx(a, abs=tol) and s["b"] == pytest.approx(b, abs=tol)
+        assert (s["thickness"] > 0) == (tool == "capsule")
+
+
+def test_a_cloth_by_a_rectangle_and_undo_redo(app):
+    before = app.world.state_hash()
+    n = app.world.n
+    app.do("set_tool", "cloth")
+    drag(app, (-1.0, 1.0), (0.0, 0.5))
+    s = app.editor.table["bodies"][-1]
+    spacing = app.editor.props.spacing
+    assert s["type"] == "cloth" and s["shear"] is True
+    # 1.0 m x 0.5 m dragged to within a pixel: 10 or 11 particles across, 5 or 6 down.
+    assert s["cols"] in (int(1.0 / spacing), int(1.0 / spacing) + 1)
+    assert s["rows"] in (int(0.5 / spacing), int(0.5 / spacing) + 1)
+    assert app.world.n == n + s["cols"] * s["rows"]
+    after = app.world.state_hash()
+    app.do("undo")
+    assert app.world.state_hash() == before and app.world.n == n
+    app.do("redo")
+    assert app.world.state_hash() == after
+
+
+def test_a_polygon_by_clicks_and_a_concave_one_is_explained(app):
+    app.do("set_tool", "polygon")
+    for p in [(-1.0, -1.0), (1.0, -1.0), (0.0, 0.5)]:
+        q = app.camera.to_screen(p)
+        ev.post(ev.button_down(q), ev.button_up(q))
+    app.frame(H)
+    ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
+    app.frame(H)
+    assert app.editor.table["shapes"][-1]["type"] == "polygon"
+    table = app.editor.table
+    for p in [(-1.0, 1.0), (1.0, 1.0), (0.0, 1.3), (0.0, 2.0)]:      # concave
+        q = app.camera.to_screen(p)
+        ev.post(ev.button_down(q), ev.button_up(q))
+    app.frame(H)
+    ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
+    app.frame(H)
+    assert app.editor.table == table                       # nothing changed...
+    assert app.messages[-1][2] and "convex" in app.messages[-1][0]   # ...and why
+
+
+def test_select_and_delete(app):
+    app.do("set_tool", "box")
+    drag(app, (2.0, -1.0), (2.5, -0.5))
+    shapes = len(app.editor.table["shapes"])
+    q = app.camera.to_screen((2.25, -0.75))
+    ev.post(ev.button_down(q, 3), ev.button_up(q, 3))
+    app.frame(H)
+    assert app.editor.selected == ("shapes", shapes - 1)
+    ev.post(ev.key_down(pygame.K_DELETE), ev.key_up(pygame.K_DELETE))
+    app.frame(H)
+    assert len(app.editor.table["shapes"]) == shapes - 1
+
+
+def test_save_as_level_reopens_bit_for_bit_and_never_replaces_without_asking(app, tmp_path):
+    app.do("set_tool", "box")
+    drag(app, (0.1 + 0.2, -1.0), (1.3, -0.7))       # floats that do not print short
+    app.do("set_tool", "cloth")
+    drag(app, (-2.0, 1.5), (-1.3, 1.0))
+    path = app.save_level("my level!")
+    assert path == tmp_path / "levels" / "my_level.toml"
+    r = subprocess.run([sys.executable, "main.py", "check", str(path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    built = build_world(app.editor.level())
+    again = build_world(load_level(path))
+    assert again.state_hash() == built.state_hash()
+    assert np.array_equal(again.particles.x, built.particles.x)
+    assert again.shapes == built.shapes
+    text = path.read_text()
+    app.do("set_tool", "circle")
+    drag(app, (3.0, 2.0), (3.3, 2.0))
+    assert app.save_level("my_level") is None          # exists: a question, no write
+    assert path.read_text() == text and app.panel.dialog is not None
+    app.save_level("my_level", replace=True)
+    assert path.read_text() != text
+
+
+def test_ctrl_s_asks_for_a_name_and_the_keyboard_types_it(app, tmp_path):
+    app.do("set_tool", "box")
+    drag(app, (0.0, -1.0), (1.0, -0.5))
+    ev.press(pygame.K_s, pygame.KMOD_CTRL)
+    app.frame(H)
+    assert app.panel.typing()
+    entry = app.panel.entry
+    entry.set_text("")
+    for ch in "bench2":
+        pygame.event.post(pygame.event.Event(pygame.TEXTINPUT, text=ch, window=None))
+    app.frame(H)
+    app.frame(H)
+    assert entry.get_text() == "bench2" and app.running      # 'b' did not toggle build
+    ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
+    app.frame(H)
+    assert (tmp_path / "levels" / "bench2.toml").exists() and app.editor is not None
