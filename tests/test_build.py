@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import events as ev
 import numpy as np
 import pygame
 import pytest
 
-import events as ev
 from sandbox.app.main import App
 from sandbox.levels import build_world, load_level
 
