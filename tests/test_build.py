@@ -122,7 +122,7 @@ def test_save_as_level_reopens_bit_for_bit_and_never_replaces_without_asking(app
     drag(app, (0.1 + 0.2, -1.0), (1.3, -0.7))       # floats that do not print short
     app.do("set_tool", "cloth")
     drag(app, (-2.0, 1.5), (-1.3, 1.0))
-    path = app.save_level("my level!")
+    path = app.builder.save_level("my level!")
     assert path == tmp_path / "levels" / "my_level.toml"
     r = subprocess.run([sys.executable, "main.py", "check", str(path)], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -135,9 +135,9 @@ def test_save_as_level_reopens_bit_for_bit_and_never_replaces_without_asking(app
     text = path.read_text()
     app.do("set_tool", "circle")
     drag(app, (3.0, 2.0), (3.3, 2.0))
-    assert app.save_level("my_level") is None          # exists: a question, no write
+    assert app.builder.save_level("my_level") is None          # exists: a question, no write
     assert path.read_text() == text and app.panel.dialog is not None
-    app.save_level("my_level", replace=True)
+    app.builder.save_level("my_level", replace=True)
     assert path.read_text() != text
 
 

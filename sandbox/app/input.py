@@ -161,7 +161,7 @@ class Input:
         if event.button == 1 and self.gesture is not None:
             points = self.gesture + [self.app.camera.to_world(self.mouse)]
             self.gesture = None
-            self.app.build_gesture(points)
+            self.app.builder.build_gesture(points)
             return
         if event.button == 1:
             if self.grabbed is not None:
@@ -192,7 +192,7 @@ class Input:
         polygon tool collects corners instead: a click near the first one closes it)."""
         app = self.app
         if button == 3 or app.tool == "select":
-            app.build_select(p, self._pick_radius())
+            app.builder.build_select(p, self._pick_radius())
             return
         if app.tool == "polygon":
             if len(self.polygon) >= 3 and np.hypot(*(p - self.polygon[0])) <= \

@@ -36,7 +36,7 @@ from ..sim import warmup
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import files
-from .build import TOOLS, Editor, nearest_item, new_level_table, spec_for
+from .builder import BuildMode
 from .camera import Camera
 from .graph import EnergyGraph
 from .hud import (
@@ -146,8 +146,9 @@ class App:
         self.history: History | None = None
         self.ghost_history: History | None = None
         self.panel: ControlPanel | None = None
-        self.editor: Editor | None = None             # build mode (B)
+        self.editor = None                            # build mode (B): a build.Editor
         self.tool = "particle"
+        self.builder = BuildMode(self)
         self.pointer = (-1, -1)                      # px, the last event's mouse position
         self.messages: list[list] = []             # [text, seconds left, is_error]
         self.frame_count = 0
@@ -183,11 +184,9 @@ class App:
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
-            "toggle_build": self.toggle_build, "set_tool": self.set_tool,
-            "cycle_tool": self.cycle_tool, "set_prop": self.set_prop,
-            "toggle_prop": self.toggle_prop, "undo": self.undo, "redo": self.redo,
-            "build_delete": self.build_delete, "save_level": self.save_level,
-            "close_polygon": self.close_polygon, "cancel": self.cancel,
+            **{name: getattr(self.builder, name) for name in (
+                "toggle_build", "set_tool", "cycle_tool", "set_prop", "toggle_prop", "undo",
+                "redo", "build_delete", "save_level", "close_polygon", "cancel")},
         }
         self._scene_loaded()
 
@@ -535,190 +534,6 @@ class App:
         w, h = self.recorder.size
         self.message(f"recording {path.name} at {self.recorder.fps} fps, {w}x{h} "
                      f"(C again stops)")
-
-    # --- build mode ---------------------------------------------------------------
-
-    def _need_editor(self) -> Editor:
-        if self.editor is None:
-            raise RuntimeError("only in build mode (B)")
-        return self.editor
-
-    def toggle_build(self) -> None:
-        """B: build on this level (paused, at its start), or leave and run what was
-        built (R brings it back to how it was built)."""
-        if self.editor is not None:
-            self.editor = None
-            self.input.polygon = []
-            self.session.paused = False
-            self.message("build mode off: running what was built (B builds on)")
-            return
-        from ..levels import parse_level
-        s = self.session
-        table = None
-        if s.scene.level_text is not None:
-            level = parse_level(s.scene.level_text, s.scene.title)
-            table = level.model_dump(mode="json", exclude_none=True)
-        self.editor = Editor(new_level_table(table))
-        self.input.grabbed = None
-        self._rebuild(keep_view=True)
-        self.message("build mode: pick a tool in the panel (Ctrl+B), left drag places, "
-                     "right click selects; Ctrl+Z undoes; B runs it", seconds=8.0)
-
-    def _rebuild(self, keep_view: bool = True) -> None:
-        """The world built again from the editor's level, paused at its start."""
-        from .session import scene_from_spec
-        level = self.editor.level()
-        ghost = self.session.ghost
-        self.session.ghost = None
-        self.session.load_scene(scene_from_spec(level, None, "built"))
-        self.session.scene.source = None
-        self.session.paused = True
-        if ghost is not None:
-            self.session.set_ghost(ghost.integrator.name)
-        self._track_energy()
-        if not keep_view:
-            self.reset_view()
-
-    def _edit(self, fn) -> None:
-        """Run an edit of the level; a refused one (LevelError) is explained."""
-        from ..levels import LevelError
-        try:
-            fn()
-        except (LevelError, ValueError) as e:
-            first = str(e).splitlines()
-            self.message("not built: " + " ".join(first[1:] or first)[:160], True)
-            return
-        self._rebuild()
-
-    def build_gesture(self, points: list) -> None:
-        """A drag of the current tool finished: make its body or shape."""
-        ed = self._need_editor()
-        a, b = (self.camera.to_screen(points[0]), self.camera.to_screen(points[-1]))
-        tool = self.tool
-        if tool not in ("particle", "ball", "link") and np.hypot(*(b - a)) < 6.0 and \
-                tool not in ("rope",):
-            self.message(f"{tool}: drag to size it", True)
-            return
-        radius = self.camera.pixels_to_metres(20.0)
-
-        def pick(p):
-            return self.world.nearest(p, radius)
-
-        def make():
-            kind, spec = spec_for(tool, ed.props, points, pick)
-            ed.add(kind, spec)
-        self._edit(make)
-
-    def close_polygon(self) -> None:
-        ed = self._need_editor()
-        corners = self.input.polygon
-        self.input.polygon = []
-        if len(corners) < 3:
-            self.message("a polygon needs three corners or more", True)
-            return
-        self._edit(lambda: ed.add(*spec_for("polygon", ed.props, corners)))
-
-    def cancel(self) -> None:
-        """Esc: drop the polygon or drag under way (build mode), else quit."""
-        if self.editor is not None and (self.input.polygon or self.input.gesture):
-            self.input.polygon = []
-            self.input.gesture = None
-            return
-        self.quit()
-
-    def build_select(self, p, radius: float) -> None:
-        ed = self._need_editor()
-        ed.selected = nearest_item(ed.table, self.world, p, radius)
-        if ed.selected is None:
-            self.message("nothing there to select")
-        else:
-            kind, k = ed.selected
-            self.message(f"selected {ed.table[kind][k].get('type')} "
-                         "(Del removes it; the panel's sliders change it)")
-
-    def set_tool(self, name: str) -> None:
-        if name not in TOOLS:
-            raise ValueError(f"unknown tool {name!r}")
-        self.tool = name
-        self.input.polygon = []
-        if self.editor is None:
-            self.toggle_build()
-
-    def cycle_tool(self) -> None:
-        self.set_tool(TOOLS[(TOOLS.index(self.tool) + 1) % len(TOOLS)])
-        self.message(f"tool: {self.tool}")
-
-    def set_prop(self, arg) -> None:
-        key, position = arg
-        ed = self._need_editor()
-        value = self.panel.prop_value(key, position)
-        setattr(ed.props, key, value)
-        if ed.selected is not None:
-            self._edit(lambda: ed.set_props(**{key: value}))
-
-    def toggle_prop(self, key: str) -> None:
-        ed = self._need_editor()
-        value = not getattr(ed.props, key)
-        setattr(ed.props, key, value)
-        if ed.selected is not None:
-            field = {"pinned": "pinned", "shear": "shear"}[key]
-            self._edit(lambda: ed.set_props(**{field: value}))
-
-    def undo(self) -> None:
-        if self._need_editor().undo():
-            self._rebuild()
-        else:
-            self.message("nothing to undo")
-
-    def redo(self) -> None:
-        if self._need_editor().redo():
-            self._rebuild()
-        else:
-            self.message("nothing to redo")
-
-    def build_delete(self) -> None:
-        ed = self._need_editor()
-        holder = {}
-        self._edit(lambda: holder.setdefault("what", ed.delete()))
-        if "what" in holder:
-            self.message(f"deleted the {holder['what']}")
-
-    def save_level(self, name: str | None = None, replace: bool = False) -> Path | None:
-        """Ctrl+S: the built level as a TOML file in ``out/levels/`` (asks for a name;
-        never replaces a file without asking). The file is checked by loading it back:
-        it must build the same world, bit for bit."""
-        import re
-
-        from ..levels import build_world, dump_level, load_level
-        from ..sim.atomic import atomic_write_text
-        ed = self._need_editor()
-        if name is None:
-            self.panel.open_save_dialog("my_level")
-            return None
-        clean = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")[:60]
-        if not clean:
-            raise ValueError("a level's name needs a letter or a digit")
-        path = self.out_dir / "levels" / f"{clean}.toml"
-        if path.exists() and not replace:
-            self.panel.confirm_replace(path, lambda: self.save_level(clean, True))
-            return None
-        table = dict(ed.table)
-        table["name"] = table.get("name") or clean
-        w = self.camera.view_width
-        sx, sy, sw, sh = self.safe_area()
-        centre = self.camera.to_world((sx + sw / 2, sy + sh / 2))
-        table["view"] = {"center": [float(centre[0]), float(centre[1])],
-                         "width": float(w * sw / self.size[0])}
-        ed.table = table
-        level = ed.level()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, dump_level(level))
-        again = build_world(load_level(path)).state_hash()
-        same = again == build_world(level).state_hash()
-        self.message(f"saved {path}" + (" (it reopens to the same world, bit for bit; "
-                     f"python main.py play {path})" if same else
-                     " - but it does NOT reopen to the same world"), not same, seconds=8)
-        return path
 
     def close(self, timeout: float = 120.0) -> None:
         """Finish what is being written (a clip) before the window goes."""
