@@ -107,7 +107,7 @@ def scene_from_spec(level, path, source: str | None, integrator: str | None = No
                  timestep=level.world.timestep,
                  view_center=tuple(level.view.center), view_width=level.view.width,
                  source=source, description=level.description, level_text=dump_level(level),
-                 hint=getattr(level, "hint", ""), ghost=getattr(level, "ghost", None),
+                 hint=level.hint, ghost=level.ghost,
                  first_world=first)
 
 
