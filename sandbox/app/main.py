@@ -79,6 +79,18 @@ CAPTION_SECONDS = 10.0
 FPS_WINDOW = 1.0                        # s of frames behind the HUD's fps and worst frame
 
 
+#: Characters a HUD column may hold: two columns and the graph fit a 1280 px window.
+HUD_CHARS = 54
+
+
+def _clip_line(line, n: int):
+    """A HUD line (str or (str, colour)) shortened to ``n`` characters with an ellipsis."""
+    text, colour = (line, None) if isinstance(line, str) else line
+    if len(text) > n:
+        text = text[:n - 1] + "…"
+    return text if colour is None else (text, colour)
+
+
 def _shape_box(s: dict):
     """Corners (m) of a shape's bounding box, for outlining a selection."""
     kind = s.get("type")
@@ -443,6 +455,7 @@ class App:
         self.reset_view()
 
     def phase_axis(self) -> None:
+        self.portrait.auto = False
         self.portrait.axis = 1 - self.portrait.axis
 
     def select(self, k: int | None) -> None:
@@ -640,7 +653,8 @@ class App:
             ghost,
             ("H or F1: keys, mouse, this level", DIM),
         ]
-        return [left, right]
+        return [[_clip_line(t, HUD_CHARS) for t in left],
+                [_clip_line(t, HUD_CHARS) for t in right]]
 
     def _energy_line(self) -> str | tuple:
         """Where the energy goes since the graph's marker: the integrator's own steps or
@@ -652,8 +666,7 @@ class App:
             return ("energy      split not measured above "
                     f"{self.LEDGER_LIMIT:,} particles", DIM)
         if w.constraints.compliant or len(w.springs) or w.pressure:
-            return ("energy      soft links, springs or gas trade energy with the solver",
-                    DIM)
+            return ("energy      not split: springs / soft links store it", DIM)
         return (f"energy      integrator {fmt_j(ledger['integrator'])} · solver "
                 f"{fmt_j(ledger['solver'])}")
 

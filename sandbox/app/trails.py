@@ -117,6 +117,7 @@ class PhasePortrait:
     def __init__(self) -> None:
         self.particle: int | None = None
         self.axis = 0                                  # 0: x, 1: y
+        self.auto = True                               # the axis that moves, until F
 
     def layout(self, rect: pygame.Rect, line: int) -> tuple[pygame.Rect, pygame.Rect]:
         """``(title row, plot)`` inside ``rect``; two label rows under the plot."""
@@ -124,6 +125,16 @@ class PhasePortrait:
         plot = pygame.Rect(rect.x + 6, title.bottom + 4, rect.w - 12,
                            rect.h - 3 * line - 14)
         return title, plot
+
+    def _choose_axis(self, world: History) -> None:
+        """The coordinate that moves more (a weight on a vertical spring: y)."""
+        col = world.column(self.particle) if self.particle is not None else None
+        if col is None or world.count < 2:
+            return
+        x, _ = world.ordered()
+        span = np.nanmax(x[:, col], axis=0) - np.nanmin(x[:, col], axis=0)
+        if np.isfinite(span).all():
+            self.axis = int(span[1] > span[0])
 
     def series(self, world: History, ghost: History | None):
         """``[(q, p, which)]`` for the world (and the ghost) of the chosen particle."""
@@ -153,6 +164,9 @@ class PhasePortrait:
                 return
             surface.blit(font.render(f"phase: particle {self.particle}, {q_name} against "
                                      f"v{q_name} (F)", True, colours["text"]), title)
+            if self.auto:
+                self._choose_axis(world)
+                q_name = "xy"[self.axis]
             data = self.series(world, ghost)
             pts = [np.stack([q, p], axis=1) for q, p, _ in data]
             allp = np.concatenate(pts) if pts else np.zeros((0, 2))
