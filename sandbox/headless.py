@@ -22,15 +22,22 @@ from .sim.timestep import TIMESTEPS
 
 
 def run_check(paths: list[str]) -> int:
-    """Validate each level (a path or a shipped name; none: every shipped level).
+    """Validate each level (a path or a shipped name; none: every shipped level) and
+    build it (links to particles that do not exist are only found that way).
 
     Prints ``ok  <path>`` or the error lines of each; 1 if any failed, else 0.
     """
+    from .levels import build_world
+
     failed = 0
     for name in paths or level_names():
         try:
             path = find_level(name)
-            load_level(path)
+            level = load_level(path)
+            try:
+                build_world(level)           # what only building can tell (links)
+            except LevelError as e:
+                raise LevelError(path, e.errors) from None
         except LevelError as e:
             print(e)
             failed += 1

@@ -217,6 +217,10 @@ class WorldSettings(_Spec):
     friction: NonNeg = Field(0.0, description="default Coulomb friction coefficient")
     collide_particles: Bool = Field(False, description="particles collide with each other")
     dtype: Literal["float64", "float32"] = Field("float64", description="particle arrays")
+    constraint_method: Literal["xpbd", "lagrange", "rattle"] = Field(
+        "xpbd", description="how rigid links are solved: xpbd (projection after the step), "
+                            "lagrange (multiplier forces the integrator integrates) or rattle "
+                            "(RATTLE / SHAKE); see sandbox/sim/lagrange.py")
     seed: Annotated[Int, Field(ge=0, lt=2**63)] = Field(
         0, description="random seed (random timestep mode)")
 
@@ -403,6 +407,47 @@ class Balls(_Spec):
     mass: Mass = 0.1
 
 
+class Particles(_Spec):
+    """Free particles at the given points (what build mode's particle and ball tools
+    place)."""
+
+    type: Literal["particles"] = "particles"
+    points: Annotated[list[Vec2], Field(min_length=1, max_length=10_000)] = Field(
+        description="positions, m")
+    mass: Mass = 0.1
+    radius: Radius = 0.0
+    pinned: Bool = Field(False, description="held in place")
+
+
+class Links(_Spec):
+    """Links between particles made by the bodies before it, by their index in build
+    order (the first body's particles are 0, 1, ...): build mode's link tool."""
+
+    type: Literal["links"] = "links"
+    pairs: Annotated[list[Annotated[tuple[Annotated[Int, Field(ge=0)],
+                                          Annotated[Int, Field(ge=0)]],
+                                    _length(2, "2 particle indices [i, j]")]],
+                     Field(min_length=1, max_length=100_000)] = Field(
+        description="[i, j] particle index pairs")
+    compliance: Compliance = 0.0
+    kind: Literal["stick", "rope"] = Field("stick", description="rope: slack allowed")
+
+
+class Chain(_Spec):
+    """A chain of particles through the given points, one link between neighbours
+    (build mode's rope tool: a path)."""
+
+    type: Literal["chain"] = "chain"
+    points: Annotated[list[Vec2], Field(min_length=2, max_length=10_000)] = Field(
+        description="the particles' positions, m, in order")
+    mass: Mass = 0.05
+    radius: Radius = 0.0
+    compliance: Compliance = 0.0
+    kind: Literal["stick", "rope"] = "stick"
+    pin: Literal["none", "start", "end", "both"] = Field("none",
+                                                        description="which ends are pinned")
+
+
 class SpringChain(_Spec):
     """A chain of particles joined by springs (forces, not constraints)."""
 
@@ -447,7 +492,8 @@ class SpringPendulum(_Spec):
 
 
 Body = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
-                       DoublePendulum, Cradle, Orbit, Balls, SpringChain, SpringPendulum],
+                       DoublePendulum, Cradle, Orbit, Balls, SpringChain, SpringPendulum,
+                       Particles, Links, Chain],
                  Field(discriminator="type")]
 
 
@@ -537,7 +583,7 @@ class Level(_Spec):
 BODY_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m
     for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit,
-              Balls, SpringChain, SpringPendulum)}
+              Balls, SpringChain, SpringPendulum, Particles, Links, Chain)}
 SHAPE_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m for m in (Circle, Segment, Polygon, Box)}
 
@@ -815,7 +861,8 @@ def world_config_kwargs(level: Level) -> dict[str, Any]:
     return dict(gravity=w.gravity, integrator=w.integrator, iterations=w.iterations,
                 substeps=w.substeps, tear_ratio=w.tear_ratio, drag=w.drag, G=w.G,
                 softening=w.softening, bounds=w.bounds, restitution=w.restitution,
-                friction=w.friction, collide_particles=w.collide_particles, dtype=w.dtype)
+                friction=w.friction, collide_particles=w.collide_particles, dtype=w.dtype,
+                constraint_method=w.constraint_method)
 
 
 def build_world(level: Level) -> World:
@@ -824,8 +871,12 @@ def build_world(level: Level) -> World:
     from .sim.world import World, WorldConfig
 
     world = World(WorldConfig(**world_config_kwargs(level)))
-    for body in level.bodies:
-        BUILDERS[body.type](world, **body.model_dump(exclude={"type"}))
+    for k, body in enumerate(level.bodies):
+        try:
+            BUILDERS[body.type](world, **body.model_dump(exclude={"type"}))
+        except ValueError as e:                 # what only building can tell (links)
+            raise LevelError(level.name or "level", [f"bodies[{k}] ({body.type}): {e}"]) \
+                from None
     for shape in level.shapes:
         world.add_shape(shape.type, **shape.model_dump(exclude={"type"}))
     world.start(level.world.h)

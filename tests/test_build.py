@@ -157,3 +157,53 @@ def test_ctrl_s_asks_for_a_name_and_the_keyboard_types_it(app, tmp_path):
     ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
     app.frame(H)
     assert (tmp_path / "levels" / "bench2.toml").exists() and app.editor is not None
+
+
+def test_particles_balls_links_and_ropes(app):
+    """A click places a particle, a drag sizes a ball, a drag from one particle to
+    another links them (at their distance), a path makes a rope through it."""
+    n = app.world.n
+    app.do("set_tool", "particle")
+    q = app.camera.to_screen((-2.0, 1.0))
+    ev.post(ev.button_down(q), ev.button_up(q))
+    app.frame(H)
+    assert app.world.n == n + 1
+    app.do("set_tool", "ball")
+    drag(app, (-1.0, 1.0), (-0.7, 1.0))
+    assert app.world.n == n + 2
+    assert app.world.particles.radius[-1] == pytest.approx(0.3, abs=2 * px_tol(app))
+    links = len(app.world.constraints)
+    app.do("set_tool", "link")
+    drag(app, (-2.0, 1.0), (-1.0, 1.0))
+    assert len(app.world.constraints) == links + 1
+    c = app.world.constraints
+    assert {int(c.i[-1]), int(c.j[-1])} == {n, n + 1}
+    assert c.rest[-1] == pytest.approx(1.0, abs=2 * px_tol(app))
+    app.do("set_tool", "rope")
+    path = [(0.0, 2.0), (1.0, 2.0), (1.0, 1.0)]
+    pts = [app.camera.to_screen(p) for p in path]
+    evs = [ev.button_down(pts[0])]
+    for a, b in zip(pts[:-1], pts[1:], strict=True):
+        for t in np.linspace(0, 1, 12)[1:]:
+            evs.append(ev.motion(a + (b - a) * t, (0, 0), (1, 0, 0)))
+    evs.append(ev.button_up(pts[-1]))
+    ev.post(*evs)
+    app.frame(H)
+    rope = app.editor.table["bodies"][-1]
+    assert rope["type"] == "chain"
+    spacing = app.editor.props.spacing
+    assert len(rope["points"]) == pytest.approx(2.0 / spacing + 1, abs=1)
+    # Deleting the first particle drops the link that used it and renumbers the rest.
+    q = app.camera.to_screen((-2.0, 1.0))
+    ev.post(ev.button_down(q, 3), ev.button_up(q, 3))
+    app.frame(H)
+    assert app.editor.selected is not None
+    app.do("build_delete")
+    assert all(b["type"] != "links" for b in app.editor.table["bodies"])
+    assert app.world.n == n + 1 + len(rope["points"])
+
+
+def test_a_link_to_nothing_is_explained(app):
+    app.do("set_tool", "link")
+    drag(app, (5.0, 5.0), (6.0, 5.0))              # no particles there
+    assert app.messages[-1][2] and "from one particle to another" in app.messages[-1][0]

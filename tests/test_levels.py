@@ -147,6 +147,18 @@ def test_every_body_and_shape_round_trips(tmp_path):
     type = "spring_pendulum"
     pivot = [0, 0]
     stretch = 0.2
+    [[bodies]]
+    type = "particles"
+    points = [[0.1, 0.2], [0.30000000000000004, 1e-300]]
+    pinned = true
+    [[bodies]]
+    type = "links"
+    pairs = [[0, 1], [2, 3]]
+    kind = "rope"
+    [[bodies]]
+    type = "chain"
+    points = [[0, 0], [1, 0], [1, 1]]
+    pin = "both"
     [[shapes]]
     type = "circle"
     center = [0, 0]

@@ -264,7 +264,7 @@ def nearest_item(table: dict, world, point, radius: float) -> tuple[str, int] | 
         for i, j in table["bodies"][k]["pairs"]:
             if max(i, j) < len(x):
                 d = _seg_dist(point, x[i], x[j])
-                if d <= best_d:
+                if d < best_d or (best is None and d <= best_d):   # a particle wins a tie
                     best, best_d = ("bodies", k), d
     for k, s in enumerate(table.get("shapes", [])):
         d = shape_distance(s, np.asarray(point, float))

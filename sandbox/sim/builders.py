@@ -360,10 +360,49 @@ def build_spring_pendulum(world: World, pivot, length: float = 1.0, angle: float
 
 
 #: Builders by the ``type`` name that level files use.
+def build_particles(world: World, points, mass: float = 0.1, radius: float = 0.0,
+                    pinned: bool = False) -> Body:
+    """Free particles at ``points (k, 2)`` m."""
+    pts = np.asarray(points, float).reshape(-1, 2)
+    idx = world.add_particles(pts, mass=mass, radius=radius,
+                              pinned=np.full(len(pts), bool(pinned)))
+    body = Body("particles", idx)
+    world.bodies.append(body)
+    return body
+
+
+def build_links(world: World, pairs, compliance: float = 0.0, kind: str = "stick") -> Body:
+    """Links between existing particles ``pairs (k, 2)`` (their indices in the world),
+    at their current distance. ``ValueError`` naming the pair if a particle does not
+    exist or a pair joins a particle to itself."""
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    for i, j in pairs.tolist():
+        if not (0 <= i < world.n and 0 <= j < world.n):
+            raise ValueError(f"link [{i}, {j}]: there are only {world.n} particles before "
+                             "it (indices count from 0 in build order)")
+        if i == j:
+            raise ValueError(f"link [{i}, {j}] joins a particle to itself")
+    c = world.add_constraints(pairs[:, 0], pairs[:, 1], compliance=compliance, kind=kind)
+    body = Body("links", np.zeros(0, np.int64), np.asarray(c, np.int64))
+    world.bodies.append(body)
+    return body
+
+
+def build_chain(world: World, points, mass: float = 0.05, radius: float = 0.0,
+                compliance: float = 0.0, kind: str = "stick", pin: str = "none") -> Body:
+    """Particles through ``points (k, 2)`` m, each linked to the next at its distance."""
+    pts = np.asarray(points, float).reshape(-1, 2)
+    pinned = np.zeros(len(pts), bool)
+    pinned[0] = pin in ("start", "both")
+    pinned[-1] |= pin in ("end", "both")
+    return _chain(world, pts, mass, radius, compliance, pinned, kind, name="chain")
+
+
 BUILDERS = {
     "cloth": build_cloth, "rope": build_rope, "bridge": build_bridge,
     "soft_ring": build_soft_ring, "soft_blob": build_soft_blob, "pendulum": build_pendulum,
     "double_pendulum": build_double_pendulum, "cradle": build_cradle, "orbit": build_orbit,
     "balls": build_balls, "spring_chain": build_spring_chain,
-    "spring_pendulum": build_spring_pendulum,
+    "spring_pendulum": build_spring_pendulum, "particles": build_particles,
+    "links": build_links, "chain": build_chain,
 }
