@@ -217,6 +217,10 @@ class WorldSettings(_Spec):
     friction: NonNeg = Field(0.0, description="default Coulomb friction coefficient")
     collide_particles: Bool = Field(False, description="particles collide with each other")
     dtype: Literal["float64", "float32"] = Field("float64", description="particle arrays")
+    constraint_method: Literal["xpbd", "lagrange", "rattle"] = Field(
+        "xpbd", description="how rigid links are solved: xpbd (projection after the step), "
+                            "lagrange (multiplier forces the integrator integrates) or rattle "
+                            "(RATTLE / SHAKE); see sandbox/sim/lagrange.py")
     seed: Annotated[Int, Field(ge=0, lt=2**63)] = Field(
         0, description="random seed (random timestep mode)")
 
@@ -857,7 +861,8 @@ def world_config_kwargs(level: Level) -> dict[str, Any]:
     return dict(gravity=w.gravity, integrator=w.integrator, iterations=w.iterations,
                 substeps=w.substeps, tear_ratio=w.tear_ratio, drag=w.drag, G=w.G,
                 softening=w.softening, bounds=w.bounds, restitution=w.restitution,
-                friction=w.friction, collide_particles=w.collide_particles, dtype=w.dtype)
+                friction=w.friction, collide_particles=w.collide_particles, dtype=w.dtype,
+                constraint_method=w.constraint_method)
 
 
 def build_world(level: Level) -> World:

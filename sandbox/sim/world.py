@@ -13,6 +13,10 @@ pipeline.
     non-finite state -> restore the state from before the step, raise SimulationDiverged
     tearing
 
+With ``constraint_method`` "lagrange" or "rattle" a substep is ``lagrange.substep``
+instead: the links' forces inside the integrator's step (or RATTLE / SHAKE), then the
+contacts and the hand, with the links projected in each iteration.
+
 Configuration is a frozen :class:`WorldConfig`; a hotkey makes a new one with
 ``dataclasses.replace`` and hands it to :meth:`World.configure`.
 """
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import kernels
+from . import kernels, lagrange
 from .atomic import atomic_write_bytes
 from .colliders import Colliders
 from .constraints import Constraints, colouring_is_valid
@@ -79,6 +83,9 @@ class WorldConfig:
     friction: float = 0.0
     collide_particles: bool = False
     dtype: str = "float64"
+    #: How rigid links are solved: "xpbd" (projection after the step), "lagrange"
+    #: (multiplier forces inside a(x, v)) or "rattle" (RATTLE / SHAKE); see lagrange.py.
+    constraint_method: str = "xpbd"
 
     def __post_init__(self):
         get_integrator(self.integrator)            # ValueError listing the valid names
@@ -86,6 +93,9 @@ class WorldConfig:
             raise ValueError("iterations must be >= 0 and substeps >= 1")
         if self.dtype not in ("float64", "float32"):
             raise ValueError("dtype must be 'float64' or 'float32'")
+        if self.constraint_method not in lagrange.CONSTRAINT_METHODS:
+            raise ValueError(f"unknown constraint method {self.constraint_method!r}; valid: "
+                             f"{', '.join(lagrange.CONSTRAINT_METHODS)}")
 
 
 @dataclass
@@ -117,6 +127,8 @@ class World:
         self.integrator: Integrator = get_integrator(self.config.integrator)
         self.mouse: MouseSpring | None = None      # the hand's spring (see mouse.py)
         self.ledger: dict[str, float] | None = None  # where energy goes (track_energy)
+        self._lagrange: tuple | None = None        # the links' multiplier solver (lagrange.py)
+        self.lagrange_options = lagrange.Options()   # its tolerance and stabilisation
         self._solver_step = 0.0
         self.steps = 0
         self.torn = 0
@@ -175,20 +187,43 @@ class World:
         ``h / substeps`` it will actually take (a Verlet start for the frame step would
         make the first substep's ratio ``h/h_prev`` equal to ``1/substeps``).
         """
-        self.integrator.start(self.particles, h / self.config.substeps, self.accel)
+        lagrange.check(self, self.config.constraint_method)  # ConstraintMethodError
+        self.integrator.start(self.particles, h / self.config.substeps,
+                              lagrange.start_accel(self))
         self.started = True
 
     def configure(self, config: WorldConfig, h: float | None = None) -> None:
-        """Adopt a new configuration; a new integrator takes over without a jump."""
+        """Adopt a new configuration; a new integrator takes over without a jump. A new
+        constraint method the world cannot use raises ``ConstraintMethodError`` (a
+        ValueError; see :meth:`set_constraint_method`) and nothing changes."""
         old = self.config
+        switch = config.constraint_method != old.constraint_method
+        if switch:
+            lagrange.check(self, config.constraint_method)
         self.config = config
-        if config.integrator != old.integrator or not self.started:
+        if switch and config.constraint_method != "xpbd":
+            lagrange.adopt(self)                # onto the links: XPBD leaves a residual
+        if config.integrator != old.integrator or not self.started or switch:
             self.integrator = get_integrator(config.integrator)
             prev = self.particles.h_prev * old.substeps if self.particles.h_prev else 0.0
             self.start(h or prev or 1 / 60)
 
     def set_integrator(self, name: str, h: float | None = None) -> None:
         self.configure(dataclasses.replace(self.config, integrator=name), h)
+
+    def set_constraint_method(self, name: str, h: float | None = None) -> None:
+        """Solve the rigid links by ``name`` in ``lagrange.CONSTRAINT_METHODS`` ("xpbd",
+        "lagrange", "rattle"). A world that cannot (too many links, rope or compliant
+        links, redundant links, float32) raises ``lagrange.ConstraintMethodError``, whose
+        message says why in one sentence, and keeps its method."""
+        self.configure(dataclasses.replace(self.config, constraint_method=name), h)
+
+    @property
+    def constraint_scheme(self) -> lagrange.Combination:
+        """What the constraint method and the integrator amount to (``.scheme``,
+        ``.symplectic``, ``.note``, ``.hud``: one HUD line)."""
+        return lagrange.describe(self.config.constraint_method, self.integrator,
+                                 rigid_links=bool(len(self.constraints)))
 
     # --- forces -------------------------------------------------------------------------
 
@@ -273,7 +308,10 @@ class World:
         self._uniform_checked = False
         try:
             with np.errstate(all="ignore"):
-                if not self._frame_compiled(hs, n):
+                if self.config.constraint_method != "xpbd":
+                    for _ in range(n):          # Lagrange or RATTLE: see lagrange.py
+                        lagrange.substep(self, hs)
+                elif not self._frame_compiled(hs, n):
                     for k in range(n):
                         self._substep(hs, last=k == n - 1)
         except FloatingPointError:        # pragma: no cover - errstate ignores them
