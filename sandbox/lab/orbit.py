@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .batch import run_batch
-from .problems import Problem, moon
+from .problems import MOON_RADIUS, MOON_SPEED_FACTOR, Problem, moon
 
 METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
            "tcv_corrected", "rk4")
@@ -33,10 +33,24 @@ LARGE_STEP_SPO = 20           # "a large step": 20 steps per orbit, h = P/20 = 0
 ORBITS = 100
 
 
-def moon_problem() -> tuple[Problem, float]:
-    """The moon problem over one orbit, and its period ``P`` (s)."""
-    p = moon(periods=1.0)
+def moon_problem(speed: float = MOON_SPEED_FACTOR) -> tuple[Problem, float]:
+    """The moon problem over one orbit, and its period ``P`` (s); ``speed`` in units of the
+    circular speed."""
+    p = moon(periods=1.0, speed=speed)
     return p, p.T
+
+
+def apoapsis(speed: float = MOON_SPEED_FACTOR) -> float:
+    """The exact orbit's largest planet-moon distance (m) for a launch ``speed`` (circular
+    speeds) at ``r = 10 m``: the start itself when ``speed <= 1``."""
+    e = abs(speed * speed - 1.0)
+    a = MOON_RADIUS / (2.0 - speed * speed)
+    return a * (1.0 + e)
+
+
+def escape_distance(speed: float = MOON_SPEED_FACTOR) -> float:
+    """``R_FAR`` (m), scaled with the exact apoapsis for orbits larger than the default's."""
+    return R_FAR * max(1.0, apoapsis(speed) / apoapsis(MOON_SPEED_FACTOR))
 
 
 def separation(x: np.ndarray) -> np.ndarray:
@@ -75,9 +89,15 @@ class Sweep:
         return int(self.spo[bad[-1] + 1]) if bad.size else int(self.spo[0])
 
 
-def sweep(method: str, spo: np.ndarray, orbits: int = ORBITS) -> Sweep:
-    """Run the moon at every ``spo`` value at once (rows of one batch) for ``orbits``."""
-    p, P = moon_problem()
+def sweep(method: str, spo: np.ndarray, orbits: int = ORBITS,
+          speed: float = MOON_SPEED_FACTOR) -> Sweep:
+    """Run the moon at every ``spo`` value at once (rows of one batch) for ``orbits``.
+
+    ``speed``: launch speed in circular speeds; escaped means r above
+    :func:`escape_distance` (``R_FAR`` up to the default speed) or ``E >= 0`` at the end.
+    """
+    p, P = moon_problem(speed)
+    r_far = escape_distance(speed)
     spo = np.asarray(spo, dtype=int)
     S = spo.size
     h = P / spo
@@ -99,14 +119,14 @@ def sweep(method: str, spo: np.ndarray, orbits: int = ORBITS) -> Sweep:
         np.copyto(r_max, np.fmax(r_max, r), where=live)
         e = p.energy(x, v)
         np.copyto(e_end, e, where=(i == n_row))
-        new = live & np.isnan(escape) & (r > R_FAR)
+        new = live & np.isnan(escape) & (r > r_far)
         escape[new] = i / spo[new]
         step[0] += 1
         return np.zeros(0)
 
     run_batch(p.accel, p.x0, p.v0, np.broadcast_to(h, (n, S)), method, observe=observe)
     ratio = e_end / e0
-    bound = np.isfinite(ratio) & (ratio > 0) & (r_max <= R_FAR)
+    bound = np.isfinite(ratio) & (ratio > 0) & (r_max <= r_far)
     return Sweep(method, orbits, spo, bound, ratio, r_max, escape)
 
 

@@ -182,18 +182,19 @@ MOON_RADIUS = 10.0
 MOON_SPEED_FACTOR = 1.1     # times the circular speed: a mildly eccentric orbit (e = 0.21)
 
 
-def moon(periods: float = 1.3) -> Problem:
+def moon(periods: float = 1.3, speed: float = MOON_SPEED_FACTOR) -> Problem:
     """Article 000's toy orbit: a heavy planet and a light moon, both free, ``x (2, 2)``.
 
     Units ``G = 1``; planet mass 1000, moon mass 1 at distance 10. The article's own
     numbers did not survive, so ours are stated here and in the orbit level. The exact
     solution: the centre of mass (at rest at the origin) does not move and the relative
-    vector follows a Kepler orbit with ``mu = G (M + m)``.
+    vector follows a Kepler orbit with ``mu = G (M + m)``. ``speed``: the launch speed in
+    units of the circular speed (below ``sqrt 2``, the escape speed, so the orbit is bound).
     """
     G, M, m, r = MOON_G, MOON_PLANET_MASS, MOON_MASS, MOON_RADIUS
     mu = G * (M + m)
     rel_x0 = np.array([r, 0.0])
-    rel_v0 = np.array([0.0, MOON_SPEED_FACTOR * np.sqrt(mu / r)])
+    rel_v0 = np.array([0.0, speed * np.sqrt(mu / r)])
     masses = np.array([M, m])
     wx = np.array([-m / (M + m), M / (M + m)])     # body = com + w * relative
     x0 = wx[:, None] * rel_x0

@@ -92,3 +92,49 @@ def position_errors(p: Problem, method: str, H: np.ndarray) -> tuple[np.ndarray,
         dev = np.abs(run.obs - xe.reshape(run.obs.shape)).reshape(t.shape + (-1,))
         err = np.max(dev, axis=-1)
     return t, np.where(np.isfinite(err), err, np.inf)
+
+
+# --- the distribution over many sequences (``experiment random-dt --seeds N``) ---------
+
+BLOCK = 100           # sequences per case of the sweep (stacked on one batch axis)
+
+
+def end_errors(start: int, count: int, seed: int = 0) -> np.ndarray:
+    """One case of the distribution: the position error at ``T`` (m, max-norm; ``inf`` if
+    diverged) of every method on every problem under the random sequences ``start`` ..
+    ``start + count - 1``, ``(len(PROBLEMS), len(METHODS), count)``.
+
+    Sequence ``k`` of a problem of ``n`` steps is seeded by ``(seed, k, n)``, the seeding
+    of :func:`random_dt_run`, so its first sequences are the ones the RMS curves use; all
+    methods of a problem take the same sequences.
+    """
+    from .convergence import end_errors_batch
+    out = np.empty((len(PROBLEMS), len(METHODS), count))
+    for a, prob in enumerate(PROBLEMS):
+        p, n = setup(prob)
+        H = np.stack([random_steps(p.T, n, np.random.default_rng([seed, k, n]))
+                      for k in range(start, start + count)], axis=1)
+        for b, m in enumerate(METHODS):
+            with np.errstate(all="ignore"):
+                ex, _ = end_errors_batch(p, m, H)
+            out[a, b] = np.where(np.isfinite(ex), ex, np.inf)
+    return out
+
+
+def block_cases(seeds: int, seed: int = 0, block: int = BLOCK) -> list[dict]:
+    """The sweep's cases: ``seeds`` sequences in blocks of ``block`` (the last may be short)."""
+    return [{"start": s, "count": min(block, seeds - s), "seed": seed}
+            for s in range(0, seeds, block)]
+
+
+def fixed_end_errors() -> np.ndarray:
+    """``(len(PROBLEMS), len(METHODS))``: the error at ``T`` of one run at the fixed nominal
+    step, the mark the distribution is read against."""
+    from .convergence import end_errors_batch
+    out = np.empty((len(PROBLEMS), len(METHODS)))
+    for a, prob in enumerate(PROBLEMS):
+        p, n = setup(prob)
+        for b, m in enumerate(METHODS):
+            with np.errstate(all="ignore"):
+                out[a, b] = end_errors_batch(p, m, np.full((n, 1), p.T / n))[0][0]
+    return out
