@@ -265,6 +265,7 @@ EXPECTED_FIGURES = {
     "initial-conditions": ["initial_conditions.png"],
     "phase-space": ["phase_space.png", "phase_space_area.png"],
     "velocity-estimates": ["velocity_estimates.png"], "stability": ["stability.png"],
+    "constraints-energy": ["constraints_energy.png"],
 }
 
 
@@ -279,6 +280,7 @@ EXPECTED_CSVS = {
     "velocity-estimates": ["velocity_estimates.csv", "velocity_estimates_local.csv",
                            "velocity_estimates_orders.csv"],
     "stability": ["stability.csv"],
+    "constraints-energy": ["constraints_energy.csv", "constraints_energy_summary.csv"],
 }
 
 

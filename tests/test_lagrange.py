@@ -525,3 +525,38 @@ def test_levels_show_the_integrator_under_multipliers_and_hide_it_under_xpbd(nam
     assert gaps[(own, level.ghost, 4 if level.ghost == "rk4" else 2)] > 0.02
     assert gaps[("xpbd", "rk4", 5)] < 1e-7
     assert gaps[("xpbd", level.ghost, 4)] < xpbd_ghost_gap
+
+# --------------------------------------------------------------------------- the experiment
+
+def test_constraints_energy_runs_and_its_verdict_follows_the_numbers():
+    from sandbox.lab import constraints_energy as ce
+    r = ce.energy_run("pendulum", "rattle", "velocity_verlet", 20, seconds=1.0)
+    assert (r.scheme, r.symplectic, r.fevals_per_s) == ("RATTLE", True, 1200.0)
+    assert r.t.size == 11 and r.max_abs < 1e-4 and r.max_stretch <= 1e-10
+    assert {(m, s) for m, _, s in ce.runs()} >= {("xpbd", 1), ("xpbd", ce.BUDGET),
+                                                  ("lagrange", ce.BUDGET // 4)}
+    t = np.linspace(0.0, 20.0, 201)
+
+    def fake(scene, method, integrator, de):
+        sub = ce.BUDGET // INTEGRATORS[integrator].fevals if method != "xpbd" else ce.BUDGET
+        return ce.EnergyRun(scene, method, integrator, sub, method, False, -5.0, t,
+                            np.asarray(de, float), 0.0, 1.0)
+
+    wiggle = 1e-4 * np.sin(3 * t)
+
+    def world(xpbd_euler=1.0, rattle=wiggle):
+        out = []
+        for scene in ce.SCENES:
+            out += [fake(scene, "xpbd", m, -t / 20 * (xpbd_euler if m == "euler" else 1.0))
+                    for m in ce.XPBD_INTEGRATORS]
+            out += [fake(scene, "lagrange", m, (t / 20 if m == "euler" else
+                                                -1e-9 * t if m == "rk4" else 0 * t))
+                    for m in ce.LAGRANGE_INTEGRATORS]
+            out += [fake(scene, "rattle", m, rattle) for m in ce.RATTLE_INTEGRATORS]
+        return out
+
+    holds, line, numbers = ce.verdict(world())
+    assert holds and "HOLDS" in line and numbers["pendulum"]["xpbd_loss"] == -1.0
+    assert not ce.verdict(world(xpbd_euler=1.3))[0]             # XPBD differs by 30 %
+    assert not ce.verdict(world(rattle=1e-4 * t))[0]             # RATTLE drifts
+    assert "does NOT hold" in ce.verdict(world(rattle=1e-4 * t))[1]

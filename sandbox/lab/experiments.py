@@ -604,6 +604,71 @@ def run_velocity_estimates(ctx: Context) -> Result:
     return _emit(ctx, "velocity-estimates", text, files, numbers)
 
 
+# --- constrained motion: XPBD against Lagrange multipliers and RATTLE -------------------
+
+def _cenergy_job(scene: str, method: str, integrator: str, substeps: int, seconds: float):
+    from .constraints_energy import energy_run
+    return energy_run(scene, method, integrator, substeps, seconds)
+
+
+def run_constraints_energy(ctx: Context) -> Result:
+    """Energy of a rod and a double pendulum: XPBD, Lagrange multipliers, RATTLE/SHAKE."""
+    from . import constraints_energy as ce
+    # --quick: half the time at 2/5 of the budget (a fifth of the cost); 10 s is what the
+    # first-order SHAKE's O(h) energy offset needs to read as a level, not a trend.
+    seconds, budget = (10.0, ce.QUICK_BUDGET) if ctx.quick else (20.0, ce.BUDGET)
+    jobs = [(scene, m, integ, sub, seconds) for scene in ce.SCENES
+            for m, integ, sub in ce.runs(budget)]
+    runs = parallel_map(ctx, _cenergy_job, jobs, "constraints-energy")
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    holds, line, numbers = ce.verdict(runs, budget)
+    header = ["scene", "method", "integrator", "runs as", "substeps", "fevals/s",
+              "E end - E0 [J]", "max |dE| [J]", "drift share", "max stretch",
+              "ms per sim s"]
+    table, summary, series = [], [], []
+    for r in runs:
+        end = f"diverged at {r.diverged_at:.2f} s" if r.diverged_at else _g(r.end)
+        table.append([r.scene, r.method, r.integrator, r.scheme, r.substeps,
+                      f"{r.fevals_per_s:.0f}", end, _g(r.max_abs), f"{r.share:.2f}",
+                      _g(r.max_stretch, 2), f"{r.ms_per_s:.0f}"])
+        summary.append([r.scene, r.method, r.integrator, r.scheme, int(r.symplectic),
+                        r.substeps, float(ce.H / r.substeps), float(r.fevals_per_s),
+                        float(r.e0), float(r.end), float(r.max_abs), float(r.share),
+                        float(r.max_stretch), float(r.ms_per_s),
+                        "" if r.diverged_at is None else float(r.diverged_at)])
+        series += [[r.scene, r.method, r.integrator, r.substeps, float(t), float(d)]
+                   for t, d in zip(r.t, r.de, strict=True)]
+    text = (f"Total energy of a rod pendulum (1 m, 1 rad) and a double pendulum (1 m + 1 m, "
+            f"2 rad each) over {seconds:g} s at 60 frames/s, {budget} force evaluations "
+            f"a frame for every run but the XPBD sweep (RK4: {budget // 4} substeps of 4):\n"
+            + format_table(header, table) + "\ndrift share = |slope of a straight-line fit x "
+            f"T| / max |dE| (below {ce.SHARE_MAX}: no trend).\n" + line)
+    files = [write_csv(ctx.out / "constraints_energy.csv",
+                       ["scene", "method", "integrator", "substeps", "t_s", "dE_J"], series),
+             write_csv(ctx.out / "constraints_energy_summary.csv",
+                       ["scene", "method", "integrator", "runs_as", "symplectic", "substeps",
+                        "h_s", "fevals_per_s", "E0_J", "dE_end_J", "max_abs_dE_J",
+                        "drift_share", "max_stretch", "ms_per_sim_s",
+                        "diverged_at_s"], summary),
+             ce.figure(runs, ctx.out / "constraints_energy.png", budget)]
+    numbers["verdict"] = line
+    return _emit(ctx, "constraints-energy", text, files, numbers)
+
+
+# --- maps (sandbox/lab/maps.py) -----------------------------------------------------------
+
+def run_stability_map(ctx: Context) -> Result:
+    """Stable region over (w h, c h) per integrator, 400 x 400 runs each, against theory."""
+    from .maps import stability_map
+    return stability_map(ctx)
+
+
+def run_escape_map(ctx: Context) -> Result:
+    """The moon's fate over (steps per orbit, launch speed) for every integrator."""
+    from .maps import escape_map
+    return escape_map(ctx)
+
+
 # --- stability -------------------------------------------------------------------------
 
 def _stability_notes(by: dict) -> str:
@@ -680,6 +745,7 @@ EXPERIMENTS: dict[str, Callable[[Context], Result]] = {
     "phase-space": run_phase_space,
     "velocity-estimates": run_velocity_estimates,
     "stability": run_stability,
+    "constraints-energy": run_constraints_energy,
 }
 
 
