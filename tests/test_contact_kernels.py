@@ -231,27 +231,35 @@ def _shapes_and_points(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
-    """``ShapeSet.distance`` and ``.contact`` (segments with each starting side)."""
+    """``ShapeSet.distance`` and ``.contact`` (segments with each starting side;
+    polygons and boxes from starts that put the path through them, into them, along
+    them and nowhere near, and from the point itself)."""
     col, pts = _shapes_and_points(dtype)
     bounds = (-3.0, -2.0, 4.0, 3.0)
-    kinds, rows, geo, pverts, pnorm, pedge = col.tables(bounds).shape_args
+    args = col.tables(bounds).shape_args
+    kinds, rows = args[0], args[1]
     sets = [col.sets[n] for n in C._KIND] + [C.Walls.from_bounds(bounds)]
-    checked = 0
+    rng = np.random.default_rng(12)
+    starts = [pts, (pts + rng.normal(0, 0.3, pts.shape)).astype(dtype),
+              (pts + rng.normal(0, 2.0, pts.shape)).astype(dtype)]
+    checked = crossed = 0
     for g in range(kinds.size):
         shapes, row = sets[kinds[g]], int(rows[g])
         s = np.full(pts.shape[0], row)
         for contact, ref in ((False, 0.0), (True, -1.0), (True, 0.0), (True, 1.0)):
-            if contact:
-                want = shapes.contact(pts, s, np.full(pts.shape[0], ref))
-            else:
-                want = shapes.distance(pts, s)
-            d, _, n = want
-            got = np.array([ck._distance(g, px, py, ref, contact, kinds, rows, geo, pverts,
-                                         pnorm, pedge) for px, py in pts])
-            np.testing.assert_array_equal(got[:, 0], d)
-            np.testing.assert_array_equal(got[:, 1:], n)
-            checked += pts.shape[0]
-    assert checked > 1000
+            for p0 in starts if contact else starts[:1]:
+                if contact:
+                    want = shapes.contact(pts, s, np.full(pts.shape[0], ref), p0)
+                    crossed += int(np.sum(want[0] != shapes.distance(pts, s)[0]))
+                else:
+                    want = shapes.distance(pts, s)
+                d, _, n = want
+                got = np.array([ck._distance(g, a[0], a[1], ref, contact, *args, b[0], b[1])
+                                for a, b in zip(pts, p0, strict=True)])
+                np.testing.assert_array_equal(got[:, 0], d)
+                np.testing.assert_array_equal(got[:, 1:], n)
+                checked += pts.shape[0]
+    assert checked > 1000 and crossed > 50
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -260,7 +268,8 @@ def test_sweeps_match_the_reference(dtype):
     through the special points from many directions, for discs and points (radius 0:
     no corner discs on polygons), and zero-length paths."""
     col, pts = _shapes_and_points(dtype)
-    kinds, rows, geo, pverts, pnorm, pedge = col.tables(None).shape_args
+    args = col.tables(None).shape_args
+    kinds, rows = args[0], args[1]
     sets = [col.sets[n] for n in C._KIND]
     rng = np.random.default_rng(6)
     m = pts.shape[0]
@@ -274,9 +283,8 @@ def test_sweeps_match_the_reference(dtype):
         for g in range(kinds.size):
             shapes, row = sets[kinds[g]], int(rows[g])
             hit, t, n = shapes.sweep(p0, p1, np.full(m, row), rr)
-            got = np.array([ck._sweep(g, a[0], a[1], b[0], b[1], rr[0], kinds, rows, geo,
-                                      pverts, pnorm, pedge) for a, b in zip(p0, p1,
-                                                                             strict=True)])
+            got = np.array([ck._sweep(g, a[0], a[1], b[0], b[1], rr[0], *args)
+                            for a, b in zip(p0, p1, strict=True)])
             np.testing.assert_array_equal(got[:, 0], t)
             np.testing.assert_array_equal(got[hit, 1:], n[hit])
             hits += hit.sum()

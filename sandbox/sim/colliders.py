@@ -26,15 +26,21 @@ et al., "Small Steps in Physics Simulation", 2019)::
                            (the particle's box covers its path this substep, grown by its
                            radius and a margin) -- a uniform grid over the shapes' boxes;
                            particle pairs from a uniform grid of particles (Verlet list)
-                           continuous detection: a path that enters a shape is cut at the
-                           time of impact, the particle placed there on the near side
-                           (keeping the tangential rest of its path: it slides)
+                           continuous detection, a bounded time-of-impact loop: the path
+                           stops at its first hit on the near side and the rest slides
+                           along the hit face, swept again against every shape, never
+                           into an earlier hit's plane (a wedge stops it); a particle
+                           that starts on or inside a shape cannot move into the face
+                           it is on, however thin the shape
     Contacts.project()     in every constraint iteration: particle pairs, then shapes, then
-                           walls; a penetrating particle is moved out along the normal,
-                           and held in place if static friction can hold it
+                           walls; a penetrating particle is moved out along the normal of
+                           the face its path crossed, and friction limits its tangential
+                           displacement to mu times the normal correction (static below
+                           it, kinetic above: Coulomb friction in position space)
     Contacts.finish()      after the integrator folded the corrections into its velocity:
-                           the velocity pass over this substep's contacts (restitution,
-                           Coulomb friction), written back as v or as x_prev
+                           the velocity pass over this substep's contacts (restitution
+                           along each hit's own normal, the rest of the Coulomb friction
+                           the positions did not take), written back as v or as x_prev
 
 Pinned (and grabbed) particles have ``inv_mass == 0``: every correction is scaled by the
 inverse mass, so nothing here moves them.
@@ -67,6 +73,13 @@ TOUCH = 1e-7
 #: Extra reach (m) of a particle's box in the broad phase, for the distance the
 #: constraint iterations move it after detection; plus its displacement this substep.
 MARGIN = 1e-3
+
+#: Hits per particle and substep in the time-of-impact loop of ``Contacts.sweep``: a
+#: ball in a corner or a wedge needs two (the second stops it), a third is rare.
+MAX_HITS = ck.MAX_HITS
+#: A slide along a new contact plane may enter an earlier plane by this fraction of its
+#: length (two faces in one line, round-off) before it counts as a crease that stops it.
+DIR_TOL = ck.DIR_TOL
 
 #: Up to this many (particle, shape) pairs the broad phase tests them all in one numpy
 #: comparison, cheaper than the grid's bookkeeping; both give the same pairs (a test).
@@ -162,14 +175,23 @@ def capsule_distance(p, a, b, r):
 
 
 def _capsule(p, a, b, r):
-    """:func:`capsule_distance` plus the closest point ``c`` on the segment and its ``t``."""
+    """:func:`capsule_distance` plus the closest point ``c`` on the segment and its ``t``.
+
+    Beside the segment (``0 < t < 1``) the normal is the segment's own, turned towards
+    ``p``: ``(p - c)/|p - c|`` is the same direction, but a point a nanometre off a thin
+    segment would give it only to round-off over a nanometre (1e-7), enough to tilt a
+    resting contact's plane."""
     c, t = _segment_closest(p, a, b)
     delta = p - c
     L = np.sqrt(_dot(delta, delta))
     ok = L > 0
     n = delta / _safe(L)[:, None]
-    if not ok.all():
-        n = np.where(ok[:, None], n, _segment_normal(a, b))
+    cr = _cross(b - a, p - a)
+    side = ok & (t > 0) & (t < 1) & (cr != 0)
+    if side.any() or not ok.all():
+        sn = _segment_normal(a, b)
+        n = np.where(side[:, None], -np.sign(cr)[:, None] * sn, n)
+        n = np.where(ok[:, None], n, sn)
     return L - r, c + r[:, None] * n, n, c, t
 
 
@@ -181,8 +203,9 @@ def polygon_distance(p, verts, normals, edges=None):
     The distance to the boundary is the smallest distance to an edge; the point is outside
     when it lies on the outer side of some edge's line, and then ``d`` is that distance,
     else minus it (the exact signed distance of a convex polygon, as Chipmunk computes it).
-    ``n = (p - q)/d``; on the boundary itself the normal of the nearest edge. ``edges``
-    (each vertex to the next) may be given precomputed.
+    ``n = (p - q)/d`` where ``q`` is a vertex; where it lies inside an edge (and on the
+    boundary itself) the normal of that edge, the same direction without the round-off
+    of a short ``p - q``. ``edges`` (each vertex to the next) may be given precomputed.
     """
     v0 = verts
     e = np.roll(verts, -1, axis=1) - v0 if edges is None else edges
@@ -198,7 +221,9 @@ def polygon_distance(p, verts, normals, edges=None):
     dist = np.sqrt(dd[rows, k])
     outside = (_dot(normals, rel) > 0).any(axis=1)
     d = np.where(outside, dist, -dist)
-    n = np.where((dist > 0)[:, None], (p - q) / _safe(d)[:, None], normals[rows, k])
+    tk = t[rows, k]
+    corner = (dist > 0) & ((tk <= 0) | (tk >= 1))
+    n = np.where(corner[:, None], (p - q) / _safe(d)[:, None], normals[rows, k])
     return d, q, n
 
 
@@ -226,6 +251,59 @@ def box_distance(p, lo, hi):
     n = np.where((outside & (dist > 0))[:, None], gap / _safe(dist)[:, None], n_in)
     q = np.where(outside[:, None], q_out, q_in)
     return d, q, n
+
+
+def _face_contact(p, p0, verts, normals, d, q, n):
+    """Signed distance, closest point and normal of points ``p`` that came from ``p0``
+    (this substep's start) to convex polygons, given their plain ``distance`` ``d, q,
+    n``: the face to push out through is the one the path crossed, not the nearest.
+
+    A thin plate's nearest face past its middle is the far one: a point pushed there (by
+    a constraint, or a step longer than the plate is thick) would come out on the wrong
+    side. So when the path ``p0 -> p`` enters the polygon (clipped against every face's
+    half-plane, as Liang and Barsky clip a segment to a convex window) the entry face
+    wins: ``d = n_k . (p - v_k)`` (negative: below it) and its normal, even when ``p`` is
+    already out through the far side. A path that starts inside keeps the face nearest
+    to its start (the largest ``n_k . (p0 - v_k)``) while ``p`` is inside. Otherwise
+    (``p`` outside and the path never inside) the plain distance stands, which is what
+    gives a particle with a radius its rounded corners.
+    """
+    s0 = _dot(normals, p0[:, None, :] - verts)
+    s1 = _dot(normals, p[:, None, :] - verts)
+    valid = _dot(normals, normals) > 0
+    out0 = (s0 > 0) & valid
+    enter = out0 & (s1 < 0)
+    leave = ~out0 & valid & (s1 > 0)
+    t_in = np.where(enter, s0 / np.where(enter, s0 - s1, 1.0), -np.inf)
+    t_out = np.where(leave, s0 / np.where(leave, s0 - s1, 1.0), np.inf)
+    miss = (out0 & ~enter).any(axis=1)          # wholly outside one face's half-plane
+    k_in = np.argmax(t_in, axis=1)
+    rows = np.arange(p.shape[0])
+    crossed = enter.any(axis=1) & ~miss & (t_in[rows, k_in] < t_out.min(axis=1))
+    k0 = np.argmax(np.where(valid, s0, -np.inf), axis=1)
+    from_start = ~out0.any(axis=1) & (d < 0)
+    use = crossed | from_start
+    if not use.any():
+        return d, q, n
+    k = np.where(crossed, k_in, k0)
+    ds = s1[rows, k]
+    ns = normals[rows, k]
+    return (np.where(use, ds, d), np.where(use[:, None], p - ds[:, None] * ns, q),
+            np.where(use[:, None], ns, n))
+
+
+def polygon_contact(p, p0, verts, normals, edges=None):
+    """:func:`polygon_distance` for a point that came from ``p0`` (see
+    :func:`_face_contact`)."""
+    d, q, n = polygon_distance(p, verts, normals, edges)
+    return _face_contact(p, p0, verts, normals, d, q, n)
+
+
+def box_contact(p, p0, lo, hi):
+    """:func:`box_distance` for a point that came from ``p0`` (see :func:`_face_contact`)."""
+    d, q, n = box_distance(p, lo, hi)
+    verts, normals = box_polygon(lo, hi)
+    return _face_contact(p, p0, verts, normals, d, q, n)
 
 
 def box_polygon(lo, hi):
@@ -414,8 +492,10 @@ class ShapeSet:
         """Per-pair data taken at the start of the substep (segments: the side)."""
         return None
 
-    def contact(self, x, s, ref):
-        """``distance`` as the solver sees it (segments keep a particle on its side)."""
+    def contact(self, x, s, ref, x0):
+        """``distance`` as the solver sees it for points ``x`` that started this substep
+        at ``x0``: segments keep a particle on its side, polygons and boxes push it out
+        through the face its path crossed (:func:`_face_contact`)."""
         return self.distance(x, s)
 
     def _parse(self, **geometry) -> dict[str, np.ndarray]:
@@ -504,7 +584,7 @@ class Segments(ShapeSet):
     def reference(self, x0, s):
         return self._side(x0, s)
 
-    def contact(self, x, s, ref):
+    def contact(self, x, s, ref, x0):
         a, b, r = self.a[s], self.b[s], self.thickness[s]
         d, q, n, c, t = _capsule(x, a, b, r)
         side = np.sign(_cross(b - a, x - a))
@@ -586,6 +666,10 @@ class Polygons(ShapeSet):
     def sweep(self, p0, p1, s, r):
         return sweep_polygon(p0, p1, self.verts[s], self.normals[s], r, self.edges[s])
 
+    def contact(self, x, s, ref, x0):
+        return _chunked(polygon_contact, x, x0, self.verts[s], self.normals[s],
+                        self.edges[s])
+
 
 @dataclass
 class Boxes(ShapeSet):
@@ -614,6 +698,9 @@ class Boxes(ShapeSet):
     def sweep(self, p0, p1, s, r):
         verts, normals = box_polygon(self.lo[s], self.hi[s])
         return sweep_polygon(p0, p1, verts, normals, r)
+
+    def contact(self, x, s, ref, x0):
+        return box_contact(x, x0, self.lo[s], self.hi[s])
 
 
 def _chunked(fn, p, *arrays, rows: int = 1 << 14):
@@ -1025,9 +1112,11 @@ class Colliders:
             walls = Walls.from_bounds(bounds)
             geo[S:, :3] = np.column_stack([walls.n, walls.offset])
             rows[S:] = np.arange(nw)
-        poly = self.sets["polygon"]
+        poly, box = self.sets["polygon"], self.sets["box"]
+        bverts, bnorm = box_polygon(box.lo, box.hi)
+        bedge = np.roll(bverts, -1, axis=1) - bverts
         shapes = tuple(np.ascontiguousarray(a, dtype=float)
-                       for a in (poly.verts, poly.normals, poly.edges))
+                       for a in (poly.verts, poly.normals, poly.edges, bverts, bnorm, bedge))
         t = _Table(shape_args=(kinds, rows, geo, *shapes),
                    begin_args=(kinds, rows, geo, S, nw, *shapes, keys, sids, float(cell),
                                origin, dims))
@@ -1041,7 +1130,7 @@ class Colliders:
         t = self.tables(config.bounds)
         dx = np.zeros(x1.shape)
         e, mu = float(config.restitution), float(config.friction)
-        cp, cg, ce, cmu, ref, touched, skin, touch = ck.begin(
+        cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, skin, touch = ck.begin(
             x0, x1, w, r, dx, *t.begin_args, e, mu, float(np.finfo(x1.dtype).eps), SKIN,
             TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS)
         pairs = None
@@ -1052,7 +1141,7 @@ class Colliders:
         if not cp.size and pairs is None:
             return None
         return _FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
-                             touched, pairs, e, mu)
+                             touched, nrm, depth, spent, stuck, pairs, e, mu)
 
 
 # ----------------------------------------------------------------------------- contacts
@@ -1074,9 +1163,14 @@ class _Group:
     stuck: np.ndarray       # static friction held it at its last projection
     gap: np.ndarray | None = None   # distance beyond contact at the start of the substep, m
     used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+    spent: np.ndarray | None = None  # friction spent on the positions this substep, m
+    nrm: np.ndarray | None = None   # the normal of the last sweep hit or projection
+    n0: np.ndarray | None = None    # the normal at the start, for starts on or inside
 
     def __post_init__(self):
         self.used = np.zeros(self.pi.size)
+        self.spent = np.zeros(self.pi.size)
+        self.nrm = np.zeros((self.pi.size, 2))
 
 
 @dataclass
@@ -1154,9 +1248,17 @@ class Contacts:
             return
         e = np.where(np.isnan(shapes.e[si]), e_def, shapes.e[si])
         mu = np.where(np.isnan(shapes.mu[si]), mu_def, shapes.mu[si])
-        self.groups.append(_Group(shapes, pi, si, r[pi], e, mu, shapes.reference(x0[pi], si),
-                                  rank_batches(pi), np.zeros(pi.size), np.zeros(pi.size, bool),
-                                  np.zeros(pi.size, bool), gap))
+        ref = shapes.reference(x0[pi], si)
+        g = _Group(shapes, pi, si, r[pi], e, mu, ref, rank_batches(pi), np.zeros(pi.size),
+                   np.zeros(pi.size, bool), np.zeros(pi.size, bool), gap)
+        if gap is not None:
+            # Starts on or inside the shape: the normal there, a plane for the sweep.
+            g.n0 = np.zeros((pi.size, 2))
+            k = np.flatnonzero(gap <= self.touch)
+            if k.size:
+                g.n0[k] = shapes.contact(x0[pi[k]], si[k], None if ref is None else ref[k],
+                                         x0[pi[k]])[2]
+        self.groups.append(g)
 
     def set_pairs(self, L: _PairList, w, e, mu) -> None:
         moving = (w[L.i] > 0) | (w[L.j] > 0)
@@ -1169,59 +1271,154 @@ class Contacts:
     # --- continuous detection ------------------------------------------------------------
 
     def sweep(self, p, path: np.ndarray) -> None:
-        """Cut paths that enter a shape at the time of impact, on the near side.
+        """Continuous detection: move every particle along its path as far as the
+        shapes let it, a bounded time-of-impact loop as Box2D's (at most ``MAX_HITS``
+        hits a substep).
 
-        Only pairs whose start is clear of the shape by more than ``touch`` are swept (a
-        particle resting on a surface is left to the projection). Each particle is placed
-        at its earliest hit, ``skin`` outside the surface, and keeps the tangential part of
-        the rest of its path: it slides, as a projection would let it; only the normal part
-        is cut (a grazing particle cut at the impact would stop dead every substep). The
-        velocity pass turns the normal part into the bounce; the pair counts as touched.
+        From ``x0`` the path ``x1 - x0`` is swept against every candidate shape (a disc
+        of the particle's radius against the shape: a ray against the shape grown by
+        it, corners rounded). At the earliest hit the particle stops on the surface
+        (``skin`` outside) and the rest of its path loses its approach along the hit's
+        normal (it slides); the rest is swept again, against every shape, until nothing
+        is hit. Every hit's normal joins a list of planes this substep, and the rest of
+        the path must not enter any of them: when the slide along the new plane would
+        enter an earlier one (a wedge, a corner), the particle stops there. Friction
+        acts on the slide as on a projection: it shortens the rest by up to ``mu``
+        times the approach that was cut. A pair that starts on or inside its shape
+        (``gap <= touch``) is a plane at time 0 with the normal at the start, the face
+        it rests on: its path can never go through that face, however thin the shape.
+        If the loop runs out of hits the particle stays at the last point reached.
+
+        Each hit contact counts as touched, with its normal (the velocity pass uses the
+        hit face's normal), its cut approach as depth and the friction it spent.
         """
         x0, x1 = self.x0, p.x
-        hits = []
-        for g in self.groups:
-            if g.gap is None:
-                continue
-            gap = g.gap                             # a path shorter than the gap cannot hit
-            reach = _dot(path[g.pi], path[g.pi])
-            k = np.flatnonzero((gap > self.touch) & (reach >= gap * gap))
-            if not k.size:
-                continue
-            hit, t, n = g.shapes.sweep(x0[g.pi[k]], x1[g.pi[k]], g.si[k], g.r[k])
-            if hit.any():
-                hits.append((g, k[hit], t[hit], n[hit]))
-        if not hits:
+        gs = [g for g in self.groups if g.gap is not None]
+        if not gs:
             return
-        pi = np.concatenate([g.pi[k] for g, k, _, _ in hits])
-        t = np.concatenate([t for _, _, t, _ in hits])
-        first = _first_per_particle(pi, t)
-        n = np.concatenate([n for _, _, _, n in hits])[first]
-        where = np.concatenate([np.full(k.size, gi) for gi, (_, k, _, _) in enumerate(hits)])
-        rows = np.concatenate([k for _, k, _, _ in hits])
-        q = pi[first]
-        rest = (1.0 - t[first, None]) * path[q]
-        rest -= np.minimum(_dot(rest, n), 0.0)[:, None] * n     # drop the approach only
-        new = x0[q] + t[first, None] * path[q] + rest + self.skin * n
-        self.dx[q] += new - x1[q]
-        x1[q] = new
-        for gi, (g, _, _, _) in enumerate(hits):
-            g.touched[rows[first][where[first] == gi]] = True
+        q = np.unique(np.concatenate([g.pi for g in gs]))
+        m = q.size
+        loc = [np.searchsorted(q, g.pi) for g in gs]
+        pos = x0[q].astype(np.float64)
+        end = x1[q].astype(np.float64)
+        planes = np.zeros((m, MAX_HITS, 2))
+        count = np.zeros(m, np.int64)
+        live = np.ones(m, bool)
+        moved = np.zeros(m, bool)
+        unused = [g.gap <= self.touch for g in gs]          # starts on or inside
+        for it in range(MAX_HITS + 1):
+            t_all, n_all = [], []
+            for g, lg, st in zip(gs, loc, unused, strict=True):
+                t = np.full(g.pi.size, np.inf)
+                n = np.zeros((g.pi.size, 2))
+                on = live[lg]
+                k = np.flatnonzero(on & st)
+                if k.size:
+                    rest = end[lg[k]] - pos[lg[k]]
+                    into = _dot(rest, g.n0[k]) < 0
+                    t[k[into]] = 0.0
+                    n[k[into]] = g.n0[k[into]]
+                far = on & (g.gap > self.touch)
+                if it == 0:                     # a path shorter than the gap cannot hit
+                    far &= _dot(path[g.pi], path[g.pi]) >= g.gap * g.gap
+                k = np.flatnonzero(far)
+                if k.size:
+                    hit, th, nh = g.shapes.sweep(pos[lg[k]], end[lg[k]], g.si[k], g.r[k])
+                    t[k[hit]] = th[hit]
+                    n[k[hit]] = nh[hit]
+                t_all.append(t)
+                n_all.append(n)
+            # Each particle's earliest hit, ties to the first contact in order.
+            best = np.full(m, np.inf)
+            which = np.full(m, -1)
+            for gi, (lg, t) in enumerate(zip(loc, t_all, strict=True)):
+                k = np.flatnonzero(np.isfinite(t))
+                if not k.size:
+                    continue
+                o = _first_per_particle(lg[k], t[k])
+                k, r = k[o], lg[k[o]]
+                better = t[k] < best[r]
+                k, r = k[better], r[better]
+                best[r] = t[k]
+                which[r] = gi * (1 << 40) + k
+            hits = np.flatnonzero(live & (which >= 0))
+            free = np.flatnonzero(live & (which < 0))
+            pos[free] = end[free]
+            live[free] = False
+            if not hits.size:
+                break
+            if it == MAX_HITS:                  # out of hits: stay at the last point
+                live[hits] = False
+                break
+            gsel = which[hits] >> 40
+            ksel = which[hits] & ((1 << 40) - 1)
+            t = best[hits]
+            n = np.zeros((hits.size, 2))
+            mu = np.zeros(hits.size)
+            swept = np.zeros(hits.size, bool)
+            for gi, g in enumerate(gs):
+                s = gsel == gi
+                if s.any():
+                    n[s] = n_all[gi][ksel[s]]
+                    mu[s] = g.mu[ksel[s]]
+                    swept[s] = g.gap[ksel[s]] > self.touch
+            rest = end[hits] - pos[hits]
+            rem = (1.0 - t)[:, None] * rest
+            c = pos[hits] + t[:, None] * rest
+            cut = np.minimum(_dot(rem, n), 0.0)
+            ra = rem - cut[:, None] * n                      # the approach dropped
+            la = np.sqrt(_dot(ra, ra))
+            P, cnt = planes[hits], count[hits]
+            ok = ((_dot(P, ra[:, None, :]) >= -DIR_TOL * la[:, None])
+                  | (np.arange(MAX_HITS) >= cnt[:, None])).all(axis=1)
+            la = np.where(ok, la, 0.0)
+            budget = mu * -cut
+            stick = (la > 0) & (la < budget)
+            f = np.where(stick | (la == 0), 0.0, 1.0 - budget / np.where(la > 0, la, 1.0))
+            rem2 = np.where(ok[:, None], ra, 0.0) * f[:, None]
+            spent = np.where(stick, la, np.where(la > 0, budget, 0.0))
+            new = np.where(swept[:, None], c + self.skin * n, c)
+            pos[hits] = new
+            end[hits] = new + rem2
+            planes[hits, cnt] = n
+            count[hits] += 1
+            moved[hits] = True
+            for gi, g in enumerate(gs):
+                s = gsel == gi
+                if not s.any():
+                    continue
+                k = ksel[s]
+                g.touched[k] = True
+                g.nrm[k] = n[s]
+                g.depth[k] += -cut[s]
+                g.spent[k] += spent[s]
+                g.stuck[k] = stick[s]
+                unused[gi][k] = False
+        rows = q[moved]
+        new = pos[moved]
+        self.dx[rows] += new - x1[rows]
+        x1[rows] = new
 
     # --- projection (inside the constraint iterations) -----------------------------------
 
     def project(self, x: np.ndarray, w: np.ndarray) -> None:
         """One pass: particle pairs, then shapes and walls (non-penetration has the last
-        word in an iteration). Positional static friction (Müller et al. 2020, sec. 3.5):
-        when a contact's tangential displacement since the start of the substep is below
-        ``mu`` times the normal correction it made, the displacement is undone."""
+        word in an iteration). A penetrating particle moves out along the contact's
+        normal (:meth:`ShapeSet.contact`: through the face its path crossed), then
+        friction acts on its tangential displacement since the start of the substep,
+        in position space as position-based dynamics does it (Müller et al. 2020, sec.
+        3.5, with the kinetic part there too): the contact's friction this substep
+        is at most ``mu`` times its normal correction (``depth``, the swept cut
+        included) less what it already spent. Below that the displacement is undone
+        (static: ``stuck``), above it shortened by what is left (kinetic). Positions and
+        velocities then agree: the velocity derived from them carries the friction."""
         if self.pairs is not None:
             self._project_pairs(x, w)
         for g in self.groups:
             for b in g.batches:
                 pi = g.pi[b]
                 ref = None if g.ref is None else g.ref[b]
-                d, _, n = g.shapes.contact(x[pi], g.si[b], ref)
+                d, _, n = g.shapes.contact(x[pi], g.si[b], ref, self.x0[pi])
                 pen = g.r[b] - d
                 hit = (pen > 0) & (w[pi] > 0)
                 if not hit.any():
@@ -1231,12 +1428,18 @@ class Contacts:
                 x[pi] += corr
                 g.depth[k] += pen
                 g.touched[k] = True
+                g.nrm[k] = n
                 rel = x[pi] - self.x0[pi]
                 tang = rel - _dot(rel, n)[:, None] * n
-                stick = _dot(tang, tang) < (g.mu[k] * g.depth[k]) ** 2
+                tl = np.sqrt(_dot(tang, tang))
+                budget = g.mu[k] * g.depth[k] - g.spent[k]
+                stick = tl < budget
                 g.stuck[k] = stick
-                corr -= tang * stick[:, None]
-                x[pi] -= tang * stick[:, None]
+                f = np.where(stick, 1.0, np.where(budget > 0, budget / _safe(tl), 0.0))
+                g.spent[k] += np.where(stick, tl, np.maximum(budget, 0.0))
+                fr = tang * f[:, None]
+                corr -= fr
+                x[pi] -= fr
                 self.dx[pi] += corr
 
     def _project_pairs(self, x, w) -> None:
@@ -1307,8 +1510,13 @@ class Contacts:
           Contacts only push: a separating one is left alone.
         - Coulomb friction: the tangential velocity drops by ``min(mu dvn, |vt|)``, ``dvn``
           the contact's normal velocity change from the pre-contact velocity (its impulse
-          per mass); a contact that stuck in the projection (static friction) loses all of
-          it, so the velocity agrees with the position, which did not slide.
+          per mass). For a shape contact the friction its positions took this substep
+          (``spent``, m) is already in ``v_pos`` (all of it, ``spent / h``, for the
+          position-based integrators; the fold's share for the others) and counts
+          against that budget, so nothing is taken twice and nothing is missed: a slide
+          is as exact as the integrator (constant acceleration exactly, for the
+          second-order ones). A particle pair that stuck (static friction) loses all of
+          its relative tangential velocity.
 
         A particle that took part in a bouncing contact (a target above zero) takes
         ``v_imp``; every other contact particle takes ``v_pos`` after ``sweeps`` (at least
@@ -1323,10 +1531,12 @@ class Contacts:
         x, w = p.x, p.inv_mass
         act_groups = []
         for g in self.groups:
-            d, _, n = g.shapes.contact(x[g.pi], g.si, g.ref)
+            d, _, n = g.shapes.contact(x[g.pi], g.si, g.ref, self.x0[g.pi])
             act = (g.touched | (d < g.r + self.touch)) & (w[g.pi] > 0)
             if act.any():
-                act_groups.append((g, act, n))
+                # A hit or a push keeps its own normal: the face that was hit, not the
+                # corner next to where the particle slid to.
+                act_groups.append((g, act, np.where(g.touched[:, None], g.nrm, n)))
         pair_act = None
         if self.pairs is not None:
             P = self.pairs
@@ -1339,9 +1549,11 @@ class Contacts:
         if not act_groups and pair_act is None:
             return
         if integrator.position_based:
+            gain = 1.0 / h
             v_pos = (x - self.x0) / h
             v_pre = v_pos - self.dx / h
         else:
+            gain = integrator.fold_gain / h
             v_pos = p.v.copy()
             v_pre = v_pos - (integrator.fold_gain / h) * self.dx
         v_th = 2.0 * math.hypot(*gravity) * h
@@ -1359,7 +1571,9 @@ class Contacts:
                                         None, bounced) <= tol:
                     break
         for g in self.groups:
-            g.used[:] = 0.0
+            # The friction the positions already took is in v_pos (its share of it for
+            # a velocity integrator's fold): the inelastic sweeps only add the rest.
+            g.used[:] = g.spent * gain
         if self.pairs is not None:
             self.pairs.used[:] = 0.0
         for _ in range(max(sweeps, 2)):
@@ -1408,7 +1622,7 @@ class Contacts:
                 else:
                     target, ref = 0.0, _dot(v_ref[pi], nb)
                 change = max(change, _shape_velocity(v, pi, nb, target, ref, g.mu[b],
-                                                     g.stuck[b], g.used, b))
+                                                     g.used, b))
         if pair_act is not None:
             change = max(change, self._pair_velocity(v, w, *pair_act, v_th,
                                                      v_start is not None, v_ref, bounced))
@@ -1463,19 +1677,19 @@ class _FlatContacts:
     ``cp``, ``cg`` give each contact's particle and row of the shape table, in the
     reference's order (its groups one after another, the walls last); ``e``, ``mu`` its
     material, ``ref`` a segment's side at the start of the substep, and the per-contact
-    state of :class:`_Group`: ``depth``, ``touched``, ``stuck`` (the velocity pass keeps
-    ``used`` to itself). The particle pairs are the whole Verlet list (pairs of two pinned
-    particles never pass the kernels' tests, so dropping them as
+    state of :class:`_Group`: ``depth``, ``touched``, ``stuck``, ``nrm``, ``spent`` (the
+    velocity pass keeps ``used`` to itself). The particle pairs are the whole Verlet list
+    (pairs of two pinned particles never pass the kernels' tests, so dropping them as
     :meth:`Contacts.set_pairs` does changes nothing) with the state of :class:`_Pairs`.
     """
 
     def __init__(self, x0, r, skin, touch, dx, shape_args, cp, cg, e, mu, ref, touched,
-                 pairs: _PairList | None, pe: float, pmu: float) -> None:
+                 nrm, depth, spent, stuck, pairs: _PairList | None, pe: float,
+                 pmu: float) -> None:
         self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
         self.shape_args = shape_args
         self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
-        self.depth = np.zeros(cp.size)
-        self.stuck = np.zeros(cp.size, bool)
+        self.nrm, self.depth, self.spent, self.stuck = nrm, depth, spent, stuck
         self.pairs = pairs
         if pairs is None:
             z = np.zeros(0, np.int64)
@@ -1494,8 +1708,9 @@ class _FlatContacts:
     def project(self, x: np.ndarray, w: np.ndarray) -> None:
         """:meth:`Contacts.project` (``contact_kernels.project``)."""
         ck.project(x, w, self.x0, self.dx, self.r, self.skin, self.cp, self.cg, self.mu,
-                   self.ref, self.depth, self.touched, self.stuck, *self.shape_args,
-                   *self.pair_args, self.pmu, self.pdepth, self.ptouched, self.pstuck)
+                   self.ref, self.depth, self.touched, self.stuck, self.nrm, self.spent,
+                   *self.shape_args, *self.pair_args, self.pmu, self.pdepth, self.ptouched,
+                   self.pstuck)
 
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
                sweeps: int = 2) -> None:
@@ -1505,8 +1720,9 @@ class _FlatContacts:
         v_th = 2.0 * math.hypot(*gravity) * h
         if ck.finish(p.x, self.x0, p.v, p.x_prev, p.inv_mass, self.r, self.dx, v_start,
                      based, gain, h, v_th, self.touch, int(sweeps), self.cp, self.cg, self.e,
-                     self.mu, self.ref, self.touched, self.stuck, *self.shape_args,
-                     *self.pair_args, self.pe, self.pmu, self.ptouched, self.pstuck):
+                     self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
+                     *self.shape_args, *self.pair_args, self.pe, self.pmu, self.ptouched,
+                     self.pstuck):
             p.a_valid = False
 
 
@@ -1535,13 +1751,12 @@ def scatter_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
     out[:, 1] += np.bincount(idx, weights=vals[:, 1], minlength=m)
 
 
-def _shape_velocity(v, pi, n, target, ref, mu, stuck, used, k) -> float:
+def _shape_velocity(v, pi, n, target, ref, mu, used, k) -> float:
     """Static contacts ``pi`` (unique) with normals ``n``. Bouncing (``ref`` None): raise
     the normal velocity to ``target`` (only pushes), friction budget ``mu`` times that
     change. Else the inelastic rule of :func:`_stop` against ``ref``, the pre-contact
-    normal velocity, whose budget is for the whole pass: ``used[k]`` counts what earlier
-    sweeps spent. A contact that ``stuck`` keeps no tangential velocity. In place on
-    ``v``; returns the largest change."""
+    normal velocity, whose budget is for the whole pass: ``used[k]`` counts what the
+    positions and earlier sweeps spent. In place on ``v``; returns the largest change."""
     vn = _dot(v[pi], n)
     if ref is None:
         dvn = np.maximum(target - vn, 0.0)
@@ -1551,7 +1766,7 @@ def _shape_velocity(v, pi, n, target, ref, mu, stuck, used, k) -> float:
         budget = np.maximum(budget - used[k], 0.0)
     vt = v[pi] - vn[:, None] * n
     vtl = np.sqrt(_dot(vt, vt))
-    dvt = np.where(stuck, vtl, np.minimum(budget, vtl))
+    dvt = np.minimum(budget, vtl)
     if ref is not None:
         used[k] += dvt
     v[pi] += dvn[:, None] * n - (dvt / _safe(vtl))[:, None] * vt

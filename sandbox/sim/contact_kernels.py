@@ -63,6 +63,9 @@ CIRCLE, SEGMENT, POLYGON, BOX, WALL = 0, 1, 2, 3, 4
 #: (NaN: the world's), the shape's bounding box for the broad phase.
 E, MU, LO_X, LO_Y, HI_X, HI_Y = 5, 6, 7, 8, 9, 10
 INF = math.inf
+#: ``colliders.MAX_HITS`` and ``colliders.DIR_TOL`` (the time-of-impact loop).
+MAX_HITS = 4
+DIR_TOL = 1e-9
 #: 1/c for the contact counts c of the Jacobi averaging (entry 0 unused).
 _RECIP = 1.0 / np.maximum(np.arange(64.0), 1.0)
 
@@ -149,9 +152,13 @@ if INSTALLED:
         dx = px - (ax + t * abx)
         dy = py - (ay + t * aby)
         L = math.sqrt(dx * dx + dy * dy)
-        if L > 0:
+        cr = abx * (py - ay) - aby * (px - ax)
+        if L > 0 and not (t > 0 and t < 1 and cr != 0):
             return L - r, dx / L, dy / L, t
         nx, ny = _segment_normal(abx, aby)
+        if L > 0:                       # beside the segment: its normal, towards p
+            sg = -_sign(cr)
+            return L - r, sg * nx, sg * ny, t
         return L - r, nx, ny, t
 
     @_jit
@@ -177,6 +184,7 @@ if INSTALLED:
         view would cost reference counting per call."""
         best = -1
         bd = 0.0
+        bt = 0.0
         qx = 0.0
         qy = 0.0
         outside = False
@@ -196,13 +204,14 @@ if INSTALLED:
             if best < 0 or _better(dd, bd):
                 best = k
                 bd = dd
+                bt = t
                 qx = cx
                 qy = cy
             if normals[s, k, 0] * relx + normals[s, k, 1] * rely > 0:
                 outside = True
         dist = math.sqrt(bd)
         d = dist if outside else -dist
-        if dist > 0:
+        if dist > 0 and (bt <= 0 or bt >= 1):        # nearest a vertex: radial
             return d, (px - qx) / d, (py - qy) / d
         return d, normals[s, best, 0], normals[s, best, 1]
 
@@ -226,10 +235,62 @@ if INSTALLED:
         return (dist if outside else ax), (-1.0 if rx < 0 else 1.0), 0.0
 
     @_jit
-    def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm,
-                  pedge):  # pragma: no cover - compiled
+    def _above(t, best):  # pragma: no cover - compiled
+        """Whether ``t`` replaces ``best`` in ``np.argmax`` (the first maximum; the
+        first NaN wins over any number)."""
+        return t > best or (t != t and best == best)
+
+    @_jit
+    def _face_contact(px, py, p0x, p0y, verts, normals, s, d, nx,
+                      ny):  # pragma: no cover - compiled
+        """``_face_contact`` for polygon ``s`` of ``verts, normals (k, K, 2)`` given its
+        plain distance ``d, nx, ny``: the entry face of the path ``p0 -> p`` when the
+        path enters the polygon, the face nearest ``p0`` when it starts inside and ``p``
+        is inside, else the plain distance."""
+        any_out = False
+        any_enter = False
+        miss = False
+        t_in = -INF
+        k_in = 0
+        t_out = INF
+        s0_top = -INF
+        k0 = 0
+        for k in range(verts.shape[1]):
+            fx = normals[s, k, 0]
+            fy = normals[s, k, 1]
+            valid = fx * fx + fy * fy > 0
+            s0 = fx * (p0x - verts[s, k, 0]) + fy * (p0y - verts[s, k, 1])
+            s1 = fx * (px - verts[s, k, 0]) + fy * (py - verts[s, k, 1])
+            out0 = s0 > 0 and valid
+            enter = out0 and s1 < 0
+            ti = s0 / (s0 - s1) if enter else -INF
+            if k == 0 or _above(ti, t_in):
+                t_in, k_in = ti, k
+            if not out0 and valid and s1 > 0:
+                t_out = _min(t_out, s0 / (s0 - s1))
+            sv = s0 if valid else -INF
+            if k == 0 or _above(sv, s0_top):
+                s0_top, k0 = sv, k
+            any_out |= out0
+            any_enter |= enter
+            miss |= out0 and not enter
+        if any_enter and not miss and t_in < t_out:
+            k = k_in
+        elif not any_out and d < 0:
+            k = k0
+        else:
+            return d, nx, ny
+        fx = normals[s, k, 0]
+        fy = normals[s, k, 1]
+        return fx * (px - verts[s, k, 0]) + fy * (py - verts[s, k, 1]), fx, fy
+
+    @_jit
+    def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                  bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
         """Point ``p`` against row ``g`` of the shape table: ``ShapeSet.distance``, or
-        ``ShapeSet.contact`` when ``contact`` (segments then keep the side ``ref``)."""
+        ``ShapeSet.contact`` when ``contact`` for a point that started the substep at
+        ``p0`` (segments then keep the side ``ref``, polygons and boxes push out through
+        the face the path crossed)."""
         kind = kinds[g]
         if kind == CIRCLE:
             return _circle(px, py, geo[g, 0], geo[g, 1], geo[g, 2])
@@ -241,9 +302,15 @@ if INSTALLED:
                                     geo[g, 4])
             return d, nx, ny
         if kind == POLYGON:
-            return _polygon(px, py, pverts, pnorm, pedge, rows[g])
+            d, nx, ny = _polygon(px, py, pverts, pnorm, pedge, rows[g])
+            if contact:
+                return _face_contact(px, py, p0x, p0y, pverts, pnorm, rows[g], d, nx, ny)
+            return d, nx, ny
         if kind == BOX:
-            return _box(px, py, geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
+            d, nx, ny = _box(px, py, geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
+            if contact:
+                return _face_contact(px, py, p0x, p0y, bverts, bnorm, rows[g], d, nx, ny)
+            return d, nx, ny
         # Walls.distance: n . p - offset
         return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
 
@@ -356,8 +423,8 @@ if INSTALLED:
         return tf, nx, ny
 
     @_jit
-    def _sweep(g, p0x, p0y, p1x, p1y, r, kinds, rows, geo, pverts, pnorm,
-               pedge):  # pragma: no cover - compiled
+    def _sweep(g, p0x, p0y, p1x, p1y, r, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+               bnorm, bedge):  # pragma: no cover - compiled
         """``ShapeSet.sweep`` of a disc of radius ``r`` against row ``g`` of the table."""
         kind = kinds[g]
         if kind == CIRCLE:
@@ -372,21 +439,8 @@ if INSTALLED:
                                   geo[g, 3], geo[g, 4] + r)
         if kind == POLYGON:
             return _sweep_polygon(p0x, p0y, p1x, p1y, pverts, pnorm, pedge, rows[g], r)
-        # BOX: box_polygon, edges as np.roll(verts, -1) - verts
-        lox, loy, hix, hiy = geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3]
-        verts = np.empty((1, 4, 2))
-        verts[0, 0, 0], verts[0, 0, 1] = lox, loy
-        verts[0, 1, 0], verts[0, 1, 1] = hix, loy
-        verts[0, 2, 0], verts[0, 2, 1] = hix, hiy
-        verts[0, 3, 0], verts[0, 3, 1] = lox, hiy
-        normals = np.zeros((1, 4, 2))
-        normals[0, 0, 1], normals[0, 1, 0], normals[0, 2, 1], normals[0, 3, 0] = \
-            -1.0, 1.0, 1.0, -1.0
-        edges = np.empty((1, 4, 2))
-        for k in range(4):
-            edges[0, k, 0] = verts[0, (k + 1) % 4, 0] - verts[0, k, 0]
-            edges[0, k, 1] = verts[0, (k + 1) % 4, 1] - verts[0, k, 1]
-        return _sweep_polygon(p0x, p0y, p1x, p1y, verts, normals, edges, 0, r)
+        # BOX: its box_polygon row of the table
+        return _sweep_polygon(p0x, p0y, p1x, p1y, bverts, bnorm, bedge, rows[g], r)
 
     # ------------------------------------------------------------------ begin
 
@@ -422,8 +476,8 @@ if INSTALLED:
 
     @_jit
     def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
-                     keys, sids, cell, origin, dims, brute, max_cells, half, one_half, marg,
-                     cp, cg, gap):  # pragma: no cover - compiled
+                     bverts, bnorm, bedge, keys, sids, cell, origin, dims, brute, max_cells,
+                     half, one_half, marg, cp, cg, gap):  # pragma: no cover - compiled
         """The broad phase of ``begin`` with ``Contacts.add_group``'s start-gap filter,
         particle by particle, shapes in table order, into ``cp, cg, gap``; returns their
         number, or -1 when they do not fit. ``half``, ``one_half``, ``marg`` are 0.5,
@@ -456,7 +510,8 @@ if INSTALLED:
                         & (hiy >= geo[g, LO_Y])):
                     continue
                 d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, kinds, rows, geo,
-                                     pverts, pnorm, pedge)
+                                     pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
+                                     x0[q, 1])
                 gq = d0 - r[q]
                 if gq < near:
                     if m == cp.size:
@@ -469,18 +524,18 @@ if INSTALLED:
 
     @_jit
     def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
-              keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min, touch_min,
-              margin, brute_pairs, max_cells):  # pragma: no cover - compiled
+              bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
+              skin_min, touch_min, margin, brute_pairs, max_cells):  # pragma: no cover
         """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
         from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
         ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
         start-gap filter, ``Contacts.sweep`` (moves ``x1``, adds to ``dx``) and the walls
         (table rows ``nshapes ..``).
 
-        Returns ``cp, cg, e, mu, ref, touched, skin, touch``: the contacts' particles and
-        table rows in the reference's group order (shape type by shape type, each in
-        ``(particle, shape)`` order, then the walls), their materials, segment sides and
-        whether the sweep cut them.
+        Returns ``cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch``:
+        the contacts' particles and table rows in the reference's group order (shape
+        type by shape type, each in ``(particle, shape)`` order, then the walls), their
+        materials, segment sides, and what the sweep did to them (``_toi``).
         """
         n = x1.shape[0]
         # _tolerances(x1)
@@ -509,7 +564,8 @@ if INSTALLED:
             cg = np.empty(cap, np.int64)
             gap = np.empty(cap)
             m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm,
-                             pedge, keys, sids, cell_f, origin, dims, brute, max_cells,
+                             pedge, bverts, bnorm, bedge, keys, sids, cell_f, origin, dims,
+                             brute, max_cells,
                              _as(x1, 0.5), _as(x1, 1.5), _as(x1, margin), cp, cg, gap)
             if m >= 0:
                 break
@@ -525,84 +581,207 @@ if INSTALLED:
             kd = kinds[cg[c]]
             order[start[kd]] = c
             start[kd] += 1
-        # The walls go after the shapes; their number is known after the sweep.
-        touched = np.zeros(m, np.bool_)
-        # Contacts.sweep: each particle's earliest hit, ties to the first in list order.
-        best_t = np.full(n, INF)
-        best_c = np.full(n, -1, np.int64)
-        best_nx = np.empty(n)
-        best_ny = np.empty(n)
+        # Room for the walls, which go after the shapes (tested after the sweep).
+        C_max = m + n * nwalls
+        out_p = np.empty(C_max, np.int64)
+        out_g = np.empty(C_max, np.int64)
+        gap_o = np.empty(m)
         for k in range(m):
-            c = order[k]
-            q = cp[c]
-            px = x1[q, 0] - x0[q, 0]
-            py = x1[q, 1] - x0[q, 1]
-            reach = px * px + py * py
-            if not (gap[c] > touch and reach >= gap[c] * gap[c]):
-                continue
-            t, nx, ny = _sweep(cg[c], x0[q, 0], x0[q, 1], x1[q, 0], x1[q, 1], r[q], kinds,
-                               rows, geo, pverts, pnorm, pedge)
-            if math.isfinite(t) and t < best_t[q]:
-                best_t[q] = t
-                best_c[q] = k
-                best_nx[q] = nx
-                best_ny[q] = ny
-        for q in range(n):
-            k = best_c[q]
-            if k < 0:
-                continue
-            t = best_t[q]
-            nx = best_nx[q]
-            ny = best_ny[q]
-            px = x1[q, 0] - x0[q, 0]
-            py = x1[q, 1] - x0[q, 1]
-            rx = (1.0 - t) * px
-            ry = (1.0 - t) * py
-            cut = _min(rx * nx + ry * ny, 0.0)          # drop the approach only
-            rx = rx - cut * nx
-            ry = ry - cut * ny
-            newx = x0[q, 0] + t * px + rx + skin * nx
-            newy = x0[q, 1] + t * py + ry + skin * ny
-            dx[q, 0] += newx - x1[q, 0]
-            dx[q, 1] += newy - x1[q, 1]
-            x1[q, 0] = newx
-            x1[q, 1] = newy
-            touched[k] = True
+            out_p[k] = cp[order[k]]
+            out_g[k] = cg[order[k]]
+            gap_o[k] = gap[order[k]]
+        ref = np.zeros(C_max)
+        for c in range(m):
+            g = out_g[c]
+            if kinds[g] == SEGMENT:
+                q = out_p[c]
+                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
+        touched = np.zeros(C_max, np.bool_)
+        stuck = np.zeros(C_max, np.bool_)
+        depth = np.zeros(C_max)
+        spent = np.zeros(C_max)
+        nrm = np.zeros((C_max, 2))
+        _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref, m, mu_def, kinds, rows,
+             geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
+             stuck)
         # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep.
-        wp = np.empty(n * nwalls, np.int64)
-        wg = np.empty(n * nwalls, np.int64)
-        nw = 0
+        nw = m
         for q in range(n if nwalls else 0):
             if w[q] > 0:
                 lim = r[q] + disp[q] + marg
                 for k in range(nwalls):
                     g = nshapes + k
                     if (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2] < lim:
-                        wp[nw] = q
-                        wg[nw] = g
+                        out_p[nw] = q
+                        out_g[nw] = g
                         nw += 1
-        C = m + nw
-        out_p = np.empty(C, np.int64)
-        out_g = np.empty(C, np.int64)
-        out_t = np.zeros(C, np.bool_)
-        for k in range(m):
-            out_p[k] = cp[order[k]]
-            out_g[k] = cg[order[k]]
-            out_t[k] = touched[k]
-        out_p[m:] = wp[:nw]
-        out_g[m:] = wg[:nw]
-        # Materials (NaN: the world's) and the segments' side at the start (reference()).
+        C = nw
+        # Materials (NaN: the world's).
         e = np.empty(C)
         mu = np.empty(C)
-        ref = np.zeros(C)
         for c in range(C):
             g = out_g[c]
             e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
             mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
-            if kinds[g] == SEGMENT:
-                q = out_p[c]
-                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
-        return out_p, out_g, e, mu, ref, out_t, skin, touch
+        return (out_p[:C], out_g[:C], e, mu, ref[:C], touched[:C], nrm[:C], depth[:C],
+                spent[:C], stuck[:C], skin, touch)
+
+    @_jit
+    def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
+             pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
+             stuck):  # pragma: no cover - compiled
+        """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
+        the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
+        contacts' ``touched``, ``nrm``, ``depth``, ``spent`` and ``stuck``.
+
+        Every pass looks at every contact of a particle still moving, in order, and
+        keeps each particle's earliest hit (the first on a tie), as the reference's
+        groups one after another do; then every hit particle stops on the surface and
+        slides on, and the next pass sweeps the rest."""
+        n = x1.shape[0]
+        loc = np.full(n, -1, np.int64)
+        L = 0
+        for k in range(m):
+            q = cp[k]
+            if loc[q] < 0:
+                loc[q] = L
+                L += 1
+        owner = np.empty(L, np.int64)
+        for q in range(n):
+            if loc[q] >= 0:
+                owner[loc[q]] = q
+        posx = np.empty(L)
+        posy = np.empty(L)
+        endx = np.empty(L)
+        endy = np.empty(L)
+        for a in range(L):
+            q = owner[a]
+            posx[a] = np.float64(x0[q, 0])
+            posy[a] = np.float64(x0[q, 1])
+            endx[a] = np.float64(x1[q, 0])
+            endy[a] = np.float64(x1[q, 1])
+        planes = np.zeros((L, MAX_HITS, 2))
+        count = np.zeros(L, np.int64)
+        live = np.ones(L, np.bool_)
+        moved = np.zeros(L, np.bool_)
+        best_t = np.empty(L)
+        best_k = np.empty(L, np.int64)
+        best_nx = np.empty(L)
+        best_ny = np.empty(L)
+        # Starts on or inside: the normal there, and whether the plane is still unused.
+        unused = np.zeros(m, np.bool_)
+        n0 = np.zeros((m, 2))
+        for k in range(m):
+            if gap[k] <= touch:
+                unused[k] = True
+                q = cp[k]
+                _, n0[k, 0], n0[k, 1] = _distance(cg[k], x0[q, 0], x0[q, 1], ref[k], True,
+                                                  kinds, rows, geo, pverts, pnorm, pedge,
+                                                  bverts, bnorm, bedge, x0[q, 0], x0[q, 1])
+        left = L
+        for it in range(MAX_HITS + 1):
+            if not left:
+                break
+            for a in range(L):
+                best_t[a] = INF
+                best_k[a] = -1
+            for k in range(m):
+                q = cp[k]
+                a = loc[q]
+                if not live[a]:
+                    continue
+                if gap[k] <= touch:
+                    if not unused[k]:
+                        continue
+                    if not ((endx[a] - posx[a]) * n0[k, 0] + (endy[a] - posy[a]) * n0[k, 1]
+                            < 0):
+                        continue
+                    t, nx, ny = 0.0, n0[k, 0], n0[k, 1]
+                else:
+                    if it == 0:                 # a path shorter than the gap cannot hit
+                        px = x1[q, 0] - x0[q, 0]
+                        py = x1[q, 1] - x0[q, 1]
+                        if not px * px + py * py >= gap[k] * gap[k]:
+                            continue
+                    t, nx, ny = _sweep(cg[k], posx[a], posy[a], endx[a], endy[a], r[q],
+                                       kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                                       bnorm, bedge)
+                    if not math.isfinite(t):
+                        continue
+                if t < best_t[a]:
+                    best_t[a] = t
+                    best_k[a] = k
+                    best_nx[a] = nx
+                    best_ny[a] = ny
+            for a in range(L):
+                if not live[a]:
+                    continue
+                k = best_k[a]
+                if k < 0:
+                    posx[a] = endx[a]
+                    posy[a] = endy[a]
+                    live[a] = False
+                    left -= 1
+                    continue
+                if it == MAX_HITS:              # out of hits: stay at the last point
+                    live[a] = False
+                    left -= 1
+                    continue
+                t = best_t[a]
+                nx = best_nx[a]
+                ny = best_ny[a]
+                g = cg[k]
+                mu = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
+                restx = endx[a] - posx[a]
+                resty = endy[a] - posy[a]
+                remx = (1.0 - t) * restx
+                remy = (1.0 - t) * resty
+                cx = posx[a] + t * restx
+                cy = posy[a] + t * resty
+                cut = _min(remx * nx + remy * ny, 0.0)
+                rax = remx - cut * nx                   # the approach dropped
+                ray = remy - cut * ny
+                la = math.sqrt(rax * rax + ray * ray)
+                ok = True
+                for j in range(count[a]):
+                    if not planes[a, j, 0] * rax + planes[a, j, 1] * ray >= -DIR_TOL * la:
+                        ok = False
+                if not ok:
+                    la = 0.0
+                budget = mu * -cut
+                stick = la > 0 and la < budget
+                f = 0.0 if (stick or la == 0) else 1.0 - budget / la
+                r2x = (rax if ok else 0.0) * f
+                r2y = (ray if ok else 0.0) * f
+                sp = la if stick else (budget if la > 0 else 0.0)
+                if gap[k] > touch:
+                    nxp = cx + skin * nx
+                    nyp = cy + skin * ny
+                else:
+                    nxp = cx
+                    nyp = cy
+                posx[a] = nxp
+                posy[a] = nyp
+                endx[a] = nxp + r2x
+                endy[a] = nyp + r2y
+                planes[a, count[a], 0] = nx
+                planes[a, count[a], 1] = ny
+                count[a] += 1
+                moved[a] = True
+                touched[k] = True
+                nrm[k, 0] = nx
+                nrm[k, 1] = ny
+                depth[k] += -cut
+                spent[k] += sp
+                stuck[k] = stick
+                unused[k] = False
+        for a in range(L):
+            if moved[a]:
+                q = owner[a]
+                dx[q, 0] += posx[a] - x1[q, 0]
+                dx[q, 1] += posy[a] - x1[q, 1]
+                x1[q, 0] = posx[a]
+                x1[q, 1] = posy[a]
 
     # ------------------------------------------------------------------ particle pairs
 
@@ -901,9 +1080,9 @@ if INSTALLED:
             dx[p, 1] += sy
 
     @_jit
-    def project(x, w, x0, dx, r, skin, cp, cg, mu, ref, depth, touched, stuck, kinds, rows,
-                geo, pverts, pnorm, pedge, pi, pj, pa, pb, nodes, reach, pmu, pdepth,
-                ptouched, pstuck):  # pragma: no cover - compiled
+    def project(x, w, x0, dx, r, skin, cp, cg, mu, ref, depth, touched, stuck, nrm, spent,
+                kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb,
+                nodes, reach, pmu, pdepth, ptouched, pstuck):  # pragma: no cover - compiled
         """``Contacts.project``: the particle pairs, then the shapes and walls, each
         contact after the previous one (a particle's contacts in the reference's
         order; different particles do not interact here)."""
@@ -913,7 +1092,8 @@ if INSTALLED:
         for c in range(cp.size):
             q = cp[c]
             d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows, geo,
-                                  pverts, pnorm, pedge)
+                                  pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
+                                  x0[q, 1])
             pen = r[q] - d
             if not (pen > 0 and w[q] > 0):
                 continue
@@ -923,19 +1103,25 @@ if INSTALLED:
             x[q, 1] += cy
             depth[c] += pen
             touched[c] = True
+            nrm[c, 0] = nx
+            nrm[c, 1] = ny
             relx = x[q, 0] - x0[q, 0]
             rely = x[q, 1] - x0[q, 1]
             rn = relx * nx + rely * ny
             tx = relx - rn * nx
             ty = rely - rn * ny
-            lim = mu[c] * depth[c]
-            stick = tx * tx + ty * ty < lim * lim
+            tl = math.sqrt(tx * tx + ty * ty)
+            budget = mu[c] * depth[c] - spent[c]
+            stick = tl < budget
             stuck[c] = stick
-            s = 1.0 if stick else 0.0
-            cx -= tx * s
-            cy -= ty * s
-            x[q, 0] -= tx * s
-            x[q, 1] -= ty * s
+            f = 1.0 if stick else (budget / tl if budget > 0 else 0.0)
+            spent[c] += tl if stick else _max(budget, 0.0)
+            fx = tx * f
+            fy = ty * f
+            cx -= fx
+            cy -= fy
+            x[q, 0] -= fx
+            x[q, 1] -= fy
             dx[q, 0] += cx
             dx[q, 1] += cy
 
@@ -949,7 +1135,7 @@ if INSTALLED:
 
     @_jit
     def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                     stuck, used):  # pragma: no cover - compiled
+                     used):  # pragma: no cover - compiled
         """The shape contacts' part of ``Contacts._velocity_sweep`` (``_shape_velocity``
         per contact, one after another); returns the largest change."""
         change = 0.0
@@ -973,7 +1159,7 @@ if INSTALLED:
             vtx = v[q, 0] - vn * nx
             vty = v[q, 1] - vn * ny
             vtl = math.sqrt(vtx * vtx + vty * vty)
-            dvt = vtl if stuck[c] else _min(budget, vtl)
+            dvt = _min(budget, vtl)
             if not bounce:
                 used[c] += dvt
             s = dvt / vtl if vtl != 0 else dvt
@@ -1063,11 +1249,11 @@ if INSTALLED:
 
     @_jit
     def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                        stuck, used, pairs):  # pragma: no cover - compiled
+                        used, pairs):  # pragma: no cover - compiled
         """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
         active ones, packed in ``pairs``); returns the largest change."""
         change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
-                              e, mu, stuck, used)
+                              e, mu, used)
         (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, scratch,
          live, count, da, db) = pairs
         if ai.size:
@@ -1079,9 +1265,9 @@ if INSTALLED:
 
     @_jit
     def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
-               sweeps, cp, cg, e, mu, ref, touched, stuck, kinds, rows, geo, pverts, pnorm,
-               pedge, pi, pj, pa, pb, nodes, reach, pe, pmu, ptouched,
-               pstuck):  # pragma: no cover - compiled
+               sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
+               pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
+               pmu, ptouched, pstuck):  # pragma: no cover - compiled
         """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` for
         position-based integrators; ``gain`` is ``fold_gain / h`` for the others) on the
         contact rows. Returns False when no contact was active (nothing written)."""
@@ -1095,11 +1281,17 @@ if INSTALLED:
         active = False
         for c in range(C):
             q = cp[c]
-            d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows, geo,
-                                  pverts, pnorm, pedge)
-            cnx[c] = nx
-            cny[c] = ny
-            cact[c] = (touched[c] or d < r[q] + touch_f) and w[q] > 0
+            if touched[c]:          # a hit or a push keeps its own normal
+                cnx[c] = nrm[c, 0]
+                cny[c] = nrm[c, 1]
+                cact[c] = w[q] > 0
+            else:
+                d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows,
+                                      geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
+                                      x0[q, 0], x0[q, 1])
+                cnx[c] = nx
+                cny[c] = ny
+                cact[c] = d < r[q] + touch_f and w[q] > 0
             active |= cact[c]
         # The pairs in contact, as a compact list with what every sweep reuses.
         ai = np.empty(P, np.int64)
@@ -1194,11 +1386,16 @@ if INSTALLED:
                  da, db)
         for _ in range(max(sweeps, 4) if bounce else 0):
             if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                               cny, e, mu, stuck, used, pairs) <= tol:
+                               cny, e, mu, used, pairs) <= tol:
                 break
+        # The friction the positions already took is in v_pos (its share of it for a
+        # velocity integrator's fold): the inelastic sweeps only add the rest.
+        g_used = 1.0 / h if position_based else gain
+        for c in range(C):
+            used[c] = spent[c] * g_used
         for _ in range(max(sweeps, 2)):
             if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                               cny, e, mu, stuck, used, pairs) <= tol:
+                               cny, e, mu, used, pairs) <= tol:
                 break
         for q in range(n):
             if not rows_[q]:

@@ -203,9 +203,14 @@ class World:
         self.config = config
         if switch and config.constraint_method != "xpbd":
             lagrange.adopt(self)                # onto the links: XPBD leaves a residual
-        if config.integrator != old.integrator or not self.started or switch:
+        prev = self.particles.h_prev * old.substeps if self.particles.h_prev else 0.0
+        # A new step size is a new start (article 001, eq. 2): position Verlet replays
+        # its last displacement over the next step whatever its length, so halving the
+        # substep would double every velocity.
+        resized = config.substeps != old.substeps or (
+            h is not None and prev > 0 and not math.isclose(h, prev, rel_tol=1e-9))
+        if config.integrator != old.integrator or not self.started or switch or resized:
             self.integrator = get_integrator(config.integrator)
-            prev = self.particles.h_prev * old.substeps if self.particles.h_prev else 0.0
             self.start(h or prev or 1 / 60)
 
     def set_integrator(self, name: str, h: float | None = None) -> None:
