@@ -85,6 +85,12 @@ class ReplayFile(_Model):
                     raise ValueError(f"{where}: 'integrator' takes one of: "
                                      f"{', '.join(INTEGRATORS)}")
                 continue
+            if op == "constraints":
+                from .sim.lagrange import CONSTRAINT_METHODS
+                if len(args) != 1 or args[0] not in CONSTRAINT_METHODS:
+                    raise ValueError(f"{where}: 'constraints' takes one of: "
+                                     f"{', '.join(CONSTRAINT_METHODS)}")
+                continue
             if op not in OPS:
                 raise ValueError(f"{where}: unknown operation {str(op)[:40]!r}")
             nums = args
@@ -247,6 +253,8 @@ def apply(world, level, op: str, args: list):
             world.toggle_pin(k)
     elif op == "integrator":
         world.set_integrator(args[0])
+    elif op == "constraints":
+        world.set_constraint_method(args[0])
     elif op == "configure":
         world.configure(dataclasses.replace(world.config, iterations=int(args[0]),
                                             substeps=int(args[1])))

@@ -410,6 +410,27 @@ def check_cancel(app, b):
     assert not app.running
 
 
+def check_cycle_constraints(app, b):
+    """The tests' cloth has more links than Lagrange multipliers are for: the window
+    says why and keeps XPBD; on a double pendulum the method changes and the HUD names
+    the scheme and whether it is symplectic."""
+    press(app, b.key, b.mods)
+    assert app.world.config.constraint_method == "xpbd"
+    assert app.messages[-1][2] and "links" in app.messages[-1][0]
+    from sandbox.sim.builders import build_double_pendulum
+    w = World(WorldConfig(integrator="velocity_verlet"))
+    build_double_pendulum(w, pivot=(0.0, 0.0))
+    app.session.load_scene(scene_from_world(w, h=H))
+    press(app, b.key, b.mods)
+    method = app.world.config.constraint_method
+    assert method == ("lagrange" if b.arg > 0 else "rattle")
+    line = next(t for t in app.hud_columns()[0] if str(t).find("links") >= 0)
+    text = line if isinstance(line, str) else line[0]
+    assert ("RATTLE" in text) == (method == "rattle") and "symplectic" in text
+    run(app, 5)
+    assert np.isfinite(app.world.particles.x).all()
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
           if name.startswith("check_")}
 

@@ -53,6 +53,9 @@ KEYMAP: list[Binding] = [
     Binding(K.K_t, NONE, "cycle_timestep", "next timestep mode (fixed, variable, random, "
             "replay)", arg=+1),
     Binding(K.K_t, SHIFT, "cycle_timestep", "previous timestep mode", arg=-1),
+    Binding(K.K_m, NONE, "cycle_constraints", "rigid links by XPBD, Lagrange multipliers or "
+            "RATTLE / SHAKE", arg=+1),
+    Binding(K.K_m, SHIFT, "cycle_constraints", "previous constraint method", arg=-1),
     Binding(K.K_SPACE, NONE, "pause", "pause / resume"),
     Binding(K.K_PERIOD, NONE, "step", "single step (one plan; pauses)", repeat=True),
     Binding(K.K_s, NONE, "step", "single step (one plan; pauses)", repeat=True),

@@ -189,6 +189,7 @@ class App:
             "screenshot": self.screenshot, "save_snapshot": self.save_snapshot,
             "load_snapshot": self.load_snapshot, "quit": self.quit,
             "set_timestep": s.set_timestep, "hz": s.scale_hz, "set_hz": s.set_hz,
+            "cycle_constraints": s.cycle_constraints, "set_constraints": s.set_constraints,
             "set_substeps": s.set_substeps, "set_iterations": s.set_iterations,
             "set_speed": s.set_speed, "set_ghost": s.set_ghost, "set_level": self.set_level,
             "ghost_off": lambda: s.set_ghost(None),
@@ -392,7 +393,7 @@ class App:
     WORLD_ACTIONS = frozenset({
         "cycle_integrator", "set_integrator", "iterations", "substeps", "set_iterations",
         "set_substeps", "reset", "level", "set_level", "load_snapshot", "cycle_timestep",
-        "set_timestep", "hz", "set_hz"})
+        "set_timestep", "hz", "set_hz", "cycle_constraints", "set_constraints"})
 
     def do(self, action: str, arg=None) -> None:
         """Run the command ``action`` (a keymap action name); errors become messages."""
@@ -478,7 +479,7 @@ class App:
         """``(two_columns, graph_height)``: the HUD in two columns on wide windows, one
         below ~1180 px (the graph keeps 300 px beside it); the graph's height in px."""
         two = self.size[0] >= 1180
-        band = 16 + (8 if two else 15) * self.fonts.text.get_linesize()
+        band = 16 + (8 if two else 16) * self.fonts.text.get_linesize()
         return two, (band + 40 if two else band)
 
     def _right_column(self) -> bool:
@@ -638,6 +639,7 @@ class App:
             f"steps       {len(plan):2d} this frame, {sum(plan) * 1e3:5.1f} ms of sim time",
             f"solver      {plural(cfg.iterations, 'iteration')} x "
             f"{plural(cfg.substeps, 'substep')}",
+            self._links_line(),
             ("state       PAUSED" + speed, WARN) if s.paused else
             ("state       running" + speed, (150, 225, 150)),
         ]
@@ -655,6 +657,15 @@ class App:
         ]
         return [[_clip_line(t, HUD_CHARS) for t in left],
                 [_clip_line(t, HUD_CHARS) for t in right]]
+
+    def _links_line(self) -> str | tuple:
+        """How rigid links are solved, and whether the combination is symplectic."""
+        w = self.world
+        if not len(w.constraints):
+            return ("links       none", DIM)
+        c = w.constraint_scheme
+        text = f"links       {c.scheme}: {'symplectic' if c.symplectic else 'not symplectic'}"
+        return (text, (150, 225, 150) if c.symplectic else TEXT)
 
     def _energy_line(self) -> str | tuple:
         """Where the energy goes since the graph's marker: the integrator's own steps or

@@ -112,6 +112,16 @@ class ControlPanel:
         self.actions[self.integrator] = lambda text: self.app.do(
             "set_integrator", names[options.index(text)])
         y += 28
+        from ..sim.lagrange import CONSTRAINT_METHODS
+        methods = list(CONSTRAINT_METHODS)
+        labels = [CONSTRAINT_METHODS[k].label for k in methods]
+        label("links  M", width=100, h=24)
+        self.constraints = UIDropDownMenu(
+            labels, CONSTRAINT_METHODS[s.world.config.constraint_method].label,
+            pygame.Rect(108, y, w - 100, 24), manager=m, container=c)
+        self.actions[self.constraints] = lambda text: self.app.do(
+            "set_constraints", methods[labels.index(text)])
+        y += 28
         label("timestep  T", width=100, h=24)
         self.timestep = UIDropDownMenu(list(TIMESTEPS), s.timestep,
                                        pygame.Rect(108, y, w - 100, 24), manager=m,
@@ -173,7 +183,7 @@ class ControlPanel:
         self.sync(force=True)
 
     #: The panel's height in px (the rows above, with their gaps).
-    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 4 * 42 + 20 + 28 + 28 + 4
+    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + 4 * 42 + 20 + 28 + 28 + 4
 
     def _ghost_option(self) -> str:
         g = self.app.session.ghost
@@ -202,6 +212,7 @@ class ControlPanel:
             return
         s = self.app.session
         state = {"integrator": integrator_option(s.integrator), "timestep": s.timestep,
+                 "constraints": s.world.config.constraint_method,
                  "ghost": self._ghost_option(), "level": self._level_name()}
         for key, want in state.items():
             if self._shown.get(key) != want and not force:

@@ -353,6 +353,30 @@ class Session:
         if self.ghost is not None and self.ghost.integrator.name == name:
             self.message("the ghost now runs the same integrator (Shift+G: another one)")
 
+    def set_constraints(self, name: str) -> None:
+        """Solve the rigid links by ``name`` (sim/lagrange.py: xpbd, lagrange, rattle) in
+        the world and the ghost; a world that cannot says why (ConstraintMethodError)
+        and keeps its method."""
+        from ..sim.lagrange import CONSTRAINT_METHODS
+        if name == self.world.config.constraint_method:
+            return
+        self.world.set_constraint_method(name)           # raises with the reason
+        self.log.record("constraints", name)
+        if self.ghost is not None:
+            try:
+                self.ghost.set_constraint_method(name)
+            except ValueError:
+                self.ghost = None
+        scheme = self.world.constraint_scheme
+        self.on_segment(CONSTRAINT_METHODS[name].label)
+        self.message(f"constraints: {CONSTRAINT_METHODS[name].label} ({scheme.scheme}, "
+                     f"{'symplectic' if scheme.symplectic else 'not symplectic'})")
+
+    def cycle_constraints(self, step: int) -> None:
+        from ..sim.lagrange import CONSTRAINT_METHODS
+        self.set_constraints(cycle(list(CONSTRAINT_METHODS),
+                                   self.world.config.constraint_method, step))
+
     def cycle_integrator(self, step: int) -> None:
         self.set_integrator(cycle(list(INTEGRATORS), self.integrator, step))
 
@@ -438,6 +462,12 @@ class Session:
                                             substeps=cfg.substeps))
         if world.integrator.name != cfg.integrator:
             world.set_integrator(cfg.integrator, self.policy.nominal_h)
+        if world.config.constraint_method != cfg.constraint_method:
+            try:                                     # the method chosen in the window stays
+                world.set_constraint_method(cfg.constraint_method, self.policy.nominal_h)
+                self.log.record("constraints", cfg.constraint_method)
+            except ValueError:
+                pass
         if self.timestep != "replay":
             self.trace = StepTrace()
         self.policy = self._make_policy(self.timestep)
