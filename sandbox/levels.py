@@ -879,7 +879,12 @@ def build_world(level: Level) -> World:
                 from None
     for shape in level.shapes:
         world.add_shape(shape.type, **shape.model_dump(exclude={"type"}))
-    world.start(level.world.h)
+    from .sim.lagrange import ConstraintMethodError
+    try:
+        world.start(level.world.h)
+    except ConstraintMethodError as e:          # too many links for it, rope links, ...
+        raise LevelError(level.name or "level", [f"world.constraint_method: {e.reason}; "
+                                                 "use \"xpbd\" for this level"]) from None
     return world
 
 

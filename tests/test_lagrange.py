@@ -325,6 +325,18 @@ def test_large_rope_compliant_redundant_and_float32_worlds_refuse_and_keep_xpbd(
         WorldConfig(constraint_method="shake")
 
 
+
+def test_a_level_asking_for_rattle_on_a_large_world_fails_with_one_line():
+    from sandbox.levels import LevelError, parse_level
+    level = parse_level('name = "big"\n[world]\nconstraint_method = "rattle"\n'
+                        '[[bodies]]\ntype = "cloth"\ncols = 30\nrows = 30\n', "big.toml")
+    with pytest.raises(LevelError) as e:
+        build_world(level)
+    assert e.value.errors == ["world.constraint_method: RATTLE / SHAKE is for small "
+                              "systems: this world has 1,740 links (at most 300); use "
+                              '"xpbd" for this level']
+
+
 def test_the_largest_allowed_chain_runs_and_the_links_hold():
     w = World(WorldConfig(integrator="velocity_verlet", substeps=10,
                           constraint_method="rattle"))

@@ -64,7 +64,12 @@ MAX_LINKS = 300
 
 class ConstraintMethodError(ValueError):
     """A world cannot use a constraint method; the message says why, in one sentence a
-    window can show. The world is unchanged (it keeps its method, normally XPBD)."""
+    window can show, ending "; it keeps XPBD" (``reason``: without that ending). The
+    world is unchanged (it keeps its method, normally XPBD)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{reason}; it keeps XPBD")
 
 
 @dataclass(frozen=True)
@@ -531,27 +536,26 @@ def unsupported_reason(world, method: str = "lagrange") -> str | None:
     label = CONSTRAINT_METHODS[method].label
     c, p = world.constraints, world.particles
     if p.x.dtype != np.float64:
-        return f"{label} needs a float64 world (this one is {p.x.dtype}); it keeps XPBD"
+        return f"{label} needs a float64 world (this one is {p.x.dtype})"
     if not len(c):
         return None
     live = (p.inv_mass[c.i] + p.inv_mass[c.j]) > 0
     m = int(live.sum())
     if m > MAX_LINKS:
         return (f"{label} is for small systems: this world has {m:,} links (at most "
-                f"{MAX_LINKS}); it keeps XPBD")
+                f"{MAX_LINKS})")
     from .constraints import ROPE
     if np.any(c.kind[live] == ROPE):
-        return (f"{label} holds rigid links only: rope links may go slack (an inequality); "
-                "it keeps XPBD")
+        return f"{label} holds rigid links only: rope links may go slack (an inequality)"
     if np.any(c.compliance[live] != 0):
-        return f"{label} holds rigid links only: some links are compliant; it keeps XPBD"
+        return f"{label} holds rigid links only: some links are compliant"
     if np.any(c.rest[live] <= 0):
-        return f"{label} needs links of positive length; it keeps XPBD"
+        return f"{label} needs links of positive length"
     links = RigidLinks(c.i, c.j, c.rest, p.inv_mass)
     deficit = links.rank_deficit(p.x)
     if deficit:
         return (f"{label} needs independent links: {deficit} of these {m} are redundant "
-                "(they over-constrain a body); it keeps XPBD")
+                "(they over-constrain a body)")
     return None
 
 
