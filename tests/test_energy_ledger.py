@@ -3,7 +3,6 @@ solver's corrections. Each test states the split theory predicts."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from sandbox.sim.builders import build_cloth, build_pendulum
