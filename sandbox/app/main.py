@@ -803,7 +803,8 @@ def start_kernels(dtype: str = "float64"):
     other = "float32" if dtype == "float64" else "float64"
     return warmup.start_background(dtypes=(dtype, other), contact_dtypes=("float64",),
                                    extra=("sandbox.app.raster:warm_up",
-                                          "sandbox.sim.view:warm_up"))
+                                          "sandbox.sim.view:warm_up",
+                                          "sandbox.sim.lagrange:warm_up"))
 
 
 #: Video drivers that show nothing on a screen.
