@@ -141,17 +141,8 @@ def cmd_demo(args) -> int:
 
 
 def cmd_experiment(args) -> int:
-    from sandbox.lab.experiments import Context, run
-    ctx = Context(out=Path(args.out), seed=args.seed, jobs=args.jobs, quick=args.quick)
-    try:
-        results = run(args.name, ctx)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    for r in results:
-        for f in r.files:
-            print(f"wrote {f}")
-    return 0
+    from sandbox.lab.experiments import command
+    return command(args, out=Path(args.out))
 
 
 def cmd_replay(args) -> int:
@@ -228,7 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("name", help="experiment name (below), or 'all'")
     ex.add_argument("--out", default="out", help="output folder (default: out)")
     ex.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    ex.add_argument("--jobs", type=int, default=0, help="worker processes (default: all cores)")
+    ex.add_argument("--jobs", type=int, default=0,
+                    help="worker processes of the local Dask cluster (default: all cores; "
+                         "1: serial in this process, no Dask)")
+    ex.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="run the sweeps on an existing Dask cluster: its scheduler's "
+                         "address (tcp://host:8786) or scheduler file")
+    ex.add_argument("--seeds", type=_int_between(1, 10_000_000), default=None, metavar="N",
+                    help="random-dt: random frame-time sequences of the end-error "
+                         "distribution (default 1000; --quick 300)")
     ex.add_argument("--quick", action="store_true", help="reduced sizes, for a smoke run")
     ex.set_defaults(func=cmd_experiment)
 

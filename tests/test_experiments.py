@@ -2,8 +2,9 @@
 
 Every test calls a compute function of ``sandbox.lab`` at reduced sizes (never the
 plotting); each states the exact answer it checks and why its tolerance is what it is.
-The end-to-end test runs ``main.py experiment all --quick`` once (about 35 s on two
-cores) and the determinism test reruns one experiment against its CSV.
+The end-to-end test runs ``main.py experiment all --quick`` once, on a local Dask cluster
+(about a minute on two cores), and the determinism test reruns experiments serially
+against its CSVs: the same bytes whichever backend ran the sweep.
 """
 
 import subprocess
@@ -14,11 +15,13 @@ import numpy as np
 import pytest
 
 from sandbox.lab import energy_drift as ed
+from sandbox.lab import escape_map as em
 from sandbox.lab import initial_conditions as ic
 from sandbox.lab import orbit as ob
 from sandbox.lab import phase_space as ps
 from sandbox.lab import random_dt as rd
 from sandbox.lab import stability as st
+from sandbox.lab import stability_map as sm
 from sandbox.lab import velocity_estimates as ve
 from sandbox.lab.batch import run_batch, window_max
 from sandbox.lab.experiments import EXPERIMENTS, Context, run
@@ -261,7 +264,10 @@ def test_claim_verdicts_follow_the_numbers():
 EXPECTED_FIGURES = {
     "convergence": ["convergence.png"], "constraints": ["constraints.png"],
     "energy-drift": ["energy_drift.png", "energy_drift_series.png"],
-    "orbit": ["orbit.png", "orbit_sweep.png"], "random-dt": ["random_dt.png"],
+    "orbit": ["orbit.png", "orbit_sweep.png"],
+    "random-dt": ["random_dt.png", "random_dt_hist.png"],
+    "stability-map": ["stability_map.png"] + [f"stability_map_{m}.png" for m in sm.METHODS],
+    "escape-map": ["escape_map.png", "escape_map_edges.png"],
     "initial-conditions": ["initial_conditions.png"],
     "phase-space": ["phase_space.png", "phase_space_area.png"],
     "velocity-estimates": ["velocity_estimates.png"], "stability": ["stability.png"],
@@ -274,7 +280,10 @@ EXPECTED_CSVS = {
     "constraints": ["constraints.csv"],
     "energy-drift": ["energy_drift.csv", "energy_drift_envelope.csv"],
     "orbit": ["orbit.csv", "orbit_trajectories.csv"],
-    "random-dt": ["random_dt.csv", "random_dt_series.csv"],
+    "random-dt": ["random_dt.csv", "random_dt_series.csv", "random_dt_seeds.csv",
+                  "random_dt_distribution.csv"],
+    "stability-map": ["stability_map.csv", "stability_map_axes.csv"],
+    "escape-map": ["escape_map.csv"],
     "initial-conditions": ["initial_conditions.csv", "initial_conditions_series.csv"],
     "phase-space": ["phase_space.csv", "phase_space_area.csv", "phase_space_shapes.csv"],
     "velocity-estimates": ["velocity_estimates.csv", "velocity_estimates_local.csv",
@@ -289,7 +298,7 @@ def all_quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("all")
     proc = subprocess.run([sys.executable, "main.py", "experiment", "all", "--quick",
                            "--out", str(out), "--seed", "0"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout
 
@@ -327,8 +336,87 @@ def test_same_seed_gives_byte_identical_csvs(all_quick, tmp_path):
     out, _ = all_quick
     ctx = Context(out=tmp_path, seed=0, jobs=1, quick=True, progress=False,
                   echo=lambda s: None)
-    for name in ("random-dt",):
+    for name in ("random-dt", "escape-map"):
         (res,) = run(name, ctx)
         for f in res.files:
-            if f.suffix == ".csv":
+            if f.suffix in (".csv", ".npy"):
                 assert f.read_bytes() == (out / f.name).read_bytes(), f.name
+    assert not (out / ".sweeps").exists() and not (tmp_path / ".sweeps").exists()
+
+
+def test_stability_map_axis_edges_are_the_closed_forms(all_quick):
+    out, stdout = all_quick
+    import csv
+    rows = list(csv.DictReader((out / "stability_map_axes.csv").open()))
+    assert len(rows) == 2 * len(sm.METHODS)
+    assert all(r["within_one_step"] == "1" for r in rows), rows
+    steps = np.load(out / "stability_map.npy")
+    assert steps.shape[0] == len(sm.METHODS) and steps.shape[1] == steps.shape[2]
+    assert "Every axis edge lies within one grid step" in stdout
+
+
+# --- the maps ---------------------------------------------------------------------------
+
+def test_symplectic_euler_map_is_its_closed_form_region():
+    # SE on x'' = -w^2 x - c v: det = 1 - c h, trace = 2 - (w h)^2 - c h, so (Jury) it is
+    # stable for c h < 2 and (w h)^2 + 2 c h < 4. Every point farther than the finite-run
+    # band (growth under 1000x in 2000 steps) from that boundary agrees.
+    res = 48
+    blocks = [sm.map_rows("symplectic_euler", r, 8, res, 2000) for r in range(0, res, 8)]
+    mp = sm.assemble(blocks, res, 2000)["symplectic_euler"]
+    w, c = np.meshgrid(mp.z, mp.z, indexing="ij")
+    margin = 0.05
+    inside = (w * w + 2 * c < 4 - margin) & (c < 2 - margin)
+    outside = (w * w + 2 * c > 4 + margin) | (c > 2 + margin)
+    assert mp.stable[inside].all() and not mp.stable[outside].any()
+    assert np.array_equal(mp.theory[inside | outside], mp.stable[inside | outside])
+
+
+def test_spectral_radius_of_rk4_and_euler_is_their_amplification_polynomial():
+    # A Runge-Kutta step on a linear system is R(h A); the eigenvalues of h A are
+    # (-y +- sqrt(y^2 - 4 z^2)) / 2 (z = w h, y = c h).
+    rng = np.random.default_rng(1)
+    z, y = rng.uniform(0, 3.2, 200), rng.uniform(0, 3.2, 200)
+    mu = np.stack([(-y + np.sqrt((y * y - 4 * z * z).astype(complex))) / 2,
+                   (-y - np.sqrt((y * y - 4 * z * z).astype(complex))) / 2])
+    polys = {"euler": lambda m: 1 + m,
+             "rk4": lambda m: 1 + m + m**2 / 2 + m**3 / 6 + m**4 / 24}
+    for method, R in polys.items():
+        expected = np.abs(R(mu)).max(axis=0)
+        np.testing.assert_allclose(sm.spectral_radius(method, z, y), expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", sm.METHODS)
+def test_stability_map_axes_at_full_resolution(method):
+    # The map's two axes at 400 points, as the full experiment runs them: the undamped
+    # row (c h = 0) and the damping column (w h = 0); the edge (midpoint of the last
+    # stable and the first unstable point) within one grid step of the closed form.
+    z = sm.grid()
+    zero = np.zeros_like(z)
+    for axis, (w, c) in (("undamped", (z, zero)), ("damping", (zero, z))):
+        stable = sm.blowup_steps(method, w, c) == 0
+        k = int(np.argmax(~stable))
+        assert k > 0 and stable[:k].all()
+        edge = (z[k - 1] + z[k]) / 2
+        assert abs(edge - sm.axis_theory(method, axis)) <= z[1], (axis, edge)
+
+
+def test_random_dt_distribution_uses_the_rms_runs_sequences():
+    # Sequence k of the distribution is run k of the RMS curves: the same end error (to
+    # the rounding of sum against cumsum in the end time).
+    err = rd.end_errors(0, 4, seed=0)
+    a, b = rd.PROBLEMS.index("oscillator"), rd.METHODS.index("tcv")
+    run = rd.random_dt_run("oscillator", "tcv", seeds=4, seed=0)
+    np.testing.assert_allclose(err[a, b], run.err[-1], rtol=1e-9, atol=1e-15)
+    assert err.shape == (len(rd.PROBLEMS), len(rd.METHODS), 4)
+
+
+def test_escape_map_row_at_1_1_is_the_orbit_sweep():
+    row = em.escape_row("symplectic_euler", 1.1, 4, 12, 20)
+    ref = ob.sweep("symplectic_euler", np.arange(4, 13), 20)
+    np.testing.assert_array_equal(row.bound, ref.bound)
+    np.testing.assert_array_equal(row.r_max, ref.r_max)
+    slow = em.escape_row("velocity_verlet", 0.8, 4, 12, 20)
+    assert ob.escape_distance(0.8) == ob.R_FAR and ob.escape_distance(1.3) > ob.R_FAR
+    # Not monotone in the step: bound at 4 and 5 steps an orbit, flung off at 6.
+    assert slow.bound[-1] and not slow.bound.all()

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,10 +28,27 @@ from .problems import all_problems
 class Context:
     out: Path
     seed: int = 0
-    jobs: int = 0                 # worker processes; 0 = all cores
+    jobs: int = 0                 # local worker processes; 0 = all cores, 1 = serial
     progress: bool | None = None  # None: a bar only when stderr is a terminal
     quick: bool = False           # reduced sizes (tests, smoke runs)
     echo: Callable[[str], None] = print
+    scheduler: str | None = None  # a Dask scheduler's address (or scheduler file)
+    seeds: int | None = None      # random-dt: sequences of the distribution (None: default)
+    log: Callable[[str], None] = field(
+        default=lambda s: print(s, file=sys.stderr))    # sweep statistics, notices
+    _runner: object = field(default=None, repr=False)
+
+    def runner(self):
+        """Where sweeps run (:class:`sandbox.lab.sweep.Runner`), made on first use."""
+        if self._runner is None:
+            from .sweep import Runner
+            self._runner = Runner(self.scheduler, self.jobs, log=self.log)
+        return self._runner
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
 
 
 @dataclass
@@ -44,38 +59,24 @@ class Result:
     numbers: dict = field(default_factory=dict)
 
 
-def _bar(ctx: Context, total: int, desc: str):
-    show = ctx.progress if ctx.progress is not None else sys.stderr.isatty()
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a runtime requirement
-        return None
-    return tqdm(total=total, desc=desc, disable=not show, leave=False)
+def sweep(ctx: Context, fn, cases: list, desc: str) -> list:
+    """``[fn(**case) for case in cases]`` through the lab's sweep runner, in case order.
+
+    On ``ctx``'s runner (serial, a local Dask cluster or ``--scheduler``), with a progress
+    bar and results kept in ``OUT/.sweeps`` until the sweep completes (an interrupted or
+    failed sweep resumes there). Results do not depend on the backend: each case is
+    independent and seeded by its parameters, so CSVs are byte-identical for the same seed.
+    """
+    from .sweep import run_sweep
+    res = run_sweep(fn, cases, ctx.runner(), name=desc, store=ctx.out / ".sweeps",
+                    progress=ctx.progress)
+    ctx.log(res.stats.line())
+    return res.results
 
 
 def parallel_map(ctx: Context, fn, jobs: list[tuple], desc: str) -> list:
-    """``[fn(*j) for j in jobs]`` on all cores, in order, with a progress bar.
-
-    Results do not depend on scheduling: each job is independent and seeded by its
-    arguments, so CSVs are byte-identical for the same seed.
-    """
-    workers = ctx.jobs or os.cpu_count() or 1
-    bar = _bar(ctx, len(jobs), desc)
-    out = []
-    if workers <= 1 or len(jobs) <= 1:
-        for j in jobs:
-            out.append(fn(*j))
-            if bar:
-                bar.update()
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            for r in ex.map(fn, *zip(*jobs, strict=True)):
-                out.append(r)
-                if bar:
-                    bar.update()
-    if bar:
-        bar.close()
-    return out
+    """``[fn(*j) for j in jobs]`` as a sweep (:func:`sweep`): the experiments' cases."""
+    return sweep(ctx, fn, jobs, desc)
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -363,7 +364,7 @@ def _random_dt_job(problem: str, method: str, seeds: int, seed: int):
 
 
 def run_random_dt(ctx: Context) -> Result:
-    """Verlet, TCV, corrected TCV and Euler under random steps on three problems."""
+    """Verlet, TCV, corrected TCV and Euler under random steps; end errors over --seeds N."""
     from . import random_dt as rd
     seeds = 8 if ctx.quick else 32
     jobs = [(p, m, seeds, ctx.seed) for p in rd.PROBLEMS for m in rd.METHODS]
@@ -392,7 +393,9 @@ def run_random_dt(ctx: Context) -> Result:
             + format_table(header, table))
     from . import plots
     files.append(plots.random_dt_figure(runs, list(rd.PROBLEMS), ctx.out / "random_dt.png"))
-    return _emit(ctx, "random-dt", text, files, numbers)
+    from .maps import random_dt_distribution
+    more, dist_files, numbers["distribution"] = random_dt_distribution(ctx)
+    return _emit(ctx, "random-dt", text + more, files + dist_files, numbers)
 
 
 # --- initial conditions (article 001) --------------------------------------------------
@@ -745,21 +748,49 @@ EXPERIMENTS: dict[str, Callable[[Context], Result]] = {
     "phase-space": run_phase_space,
     "velocity-estimates": run_velocity_estimates,
     "stability": run_stability,
+    "stability-map": run_stability_map,
+    "escape-map": run_escape_map,
     "constraints-energy": run_constraints_energy,
 }
 
 
 def run(name: str, ctx: Context) -> list[Result]:
-    """Run one experiment by name, or every one for ``all`` (which also writes the report)."""
-    if name == "all":
-        results = [fn(ctx) for fn in EXPERIMENTS.values()]
-        from .report import write_report
-        files = write_report(results, ctx)
-        ctx.echo(f"report: {files[0]}")
-        return results + [Result("report", files)]
+    """Run one experiment by name, or every one for ``all`` (which also writes the report).
+
+    Their sweeps share one runner (one local cluster, or one connection), closed at the end.
+    """
+    if name != "all" and name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(EXPERIMENTS)}, all")
     try:
-        fn = EXPERIMENTS[name]
-    except KeyError:
-        raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(EXPERIMENTS)}, all") \
-            from None
-    return [fn(ctx)]
+        if name == "all":
+            results = [fn(ctx) for fn in EXPERIMENTS.values()]
+            from .report import write_report
+            files = write_report(results, ctx)
+            ctx.echo(f"report: {files[0]}")
+            return results + [Result("report", files)]
+        return [EXPERIMENTS[name](ctx)]
+    finally:
+        ctx.close()
+
+
+def command(args, out: Path) -> int:
+    """``main.py experiment``: run, print what was written; exit 1 on a failed sweep or an
+    unusable cluster, 2 on an unknown name, 130 when interrupted (results kept)."""
+    from .sweep import SweepError
+    ctx = Context(out=out, seed=args.seed, jobs=args.jobs, quick=args.quick,
+                  scheduler=getattr(args, "scheduler", None), seeds=getattr(args, "seeds", None))
+    try:
+        results = run(args.name, ctx)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (SweepError, ConnectionError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    for r in results:
+        for f in r.files:
+            print(f"wrote {f}")
+    return 0

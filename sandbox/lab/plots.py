@@ -420,3 +420,199 @@ def stability_figure(limits, path: Path) -> Path:
     fig.suptitle("Stability limits: the largest step before the amplitude runs away")
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return save(fig, path)
+
+
+# --- the maps (stability-map, escape-map, random-dt's distribution) ---------------------
+
+def _dashed(method: str) -> str:
+    return "--" if method in ("leapfrog", "tcv", "tcv_corrected") else "-"
+
+
+def stability_map_figure(mp, path: Path) -> Path:
+    """One integrator's map: stable points pale, unstable ones by how fast they blew up;
+    dashed: where the spectral radius of the one-step map is 1 (theory)."""
+    plt = _plt()
+    from matplotlib.lines import Line2D
+    z = mp.z
+    dz = float(z[1] - z[0])
+    ext = (-dz / 2, z[-1] + dz / 2, -dz / 2, z[-1] + dz / 2)
+    fig, ax = plt.subplots(figsize=(6.6, 5.6))
+    img = np.where(mp.stable, np.nan, np.log10(np.maximum(mp.steps, 1))).T
+    cmap = plt.get_cmap("magma").copy()
+    cmap.set_bad("#d9f0d3")
+    im = ax.imshow(img, origin="lower", extent=ext, cmap=cmap, vmin=0,
+                   vmax=np.log10(mp.n), interpolation="nearest", aspect="equal")
+    cb = fig.colorbar(im, ax=ax, shrink=0.85)
+    cb.set_label(f"steps until 1000x the start (log10; pale green: stable {mp.n} steps)",
+                 fontsize=8)
+    if mp.theory.any() and not mp.theory.all():
+        ax.contour(z, z, mp.theory.T.astype(float), levels=[0.5], colors="black",
+                   linewidths=1.1, linestyles="--")
+    handles = [Line2D([], [], color="black", ls="--", label="theory: rho(one-step map) = 1")]
+    ax.legend(handles=handles, loc="upper right", fontsize=8)
+    ax.set_xlabel("w h  (oscillation: x'' = -w^2 x - c v)")
+    ax.set_ylabel("c h  (damping)")
+    ax.set_title(f"{style(mp.method)['label']}: stable region, {z.size} x {z.size} runs",
+                 fontsize=10)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def stability_maps_figure(maps: dict, path: Path) -> Path:
+    """Every integrator's measured stability boundary on one plot, with the axis theory."""
+    plt = _plt()
+    from matplotlib.lines import Line2D
+    fig, ax = plt.subplots(figsize=(10.4, 6.6))
+    handles = []
+    for m, mp in maps.items():
+        st = style(m)
+        if mp.stable.any() and not mp.stable.all():
+            ax.contour(mp.z, mp.z, mp.stable.T.astype(float), levels=[0.5],
+                       colors=[st["color"]], linewidths=1.6, linestyles=_dashed(m))
+        handles.append(Line2D([], [], color=st["color"], ls=_dashed(m), lw=1.6,
+                              label=f"{st['label']} ({mp.stable.mean():.0%})"))
+    marks = [(2.0, 0.0, "2"), (2 * np.sqrt(2), 0.0, "2√2"), (0.0, 2.785, "2.785"),
+             (0.0, 2.0, "2"), (0.0, 1.0, "1")]
+    for x, y, label in marks:
+        ax.plot([x], [y], "k+", ms=10, mew=1.5, clip_on=False, zorder=5)
+        ax.annotate(label, (x, y), xytext=(4, 4) if y == 0 else (5, -3),
+                    textcoords="offset points", fontsize=8)
+    handles.append(Line2D([], [], color="black", marker="+", ls="", ms=9,
+                          label="closed-form edges on the axes"))
+    zmax = float(next(iter(maps.values())).z[-1])
+    ax.set_xlim(0, zmax)
+    ax.set_ylim(0, zmax)
+    ax.set_aspect("equal")
+    ax.set_xlabel("w h  (oscillation)")
+    ax.set_ylabel("c h  (damping)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              title="stable share of the map", title_fontsize=8)
+    ax.text(1.02, 0.02, "Stable: the side of a line that holds\nthe small steps; explicit "
+            "Euler:\nbetween its two lines. The five\nVerlet-family lines coincide.",
+            transform=ax.transAxes, fontsize=8, va="bottom")
+    n = next(iter(maps.values())).n
+    ax.set_title(f"Stability boundaries of x'' = -w^2 x - c v, every integrator "
+                 f"({n} steps a point)", fontsize=10)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def _edges(centres: np.ndarray) -> np.ndarray:
+    """Cell edges halfway between sorted centres (half a gap beyond the ends)."""
+    c = np.asarray(centres, float)
+    if c.size == 1:
+        return np.array([c[0] - 0.5, c[0] + 0.5])
+    mid = (c[1:] + c[:-1]) / 2
+    return np.concatenate([[c[0] - (mid[0] - c[0])], mid, [c[-1] + (c[-1] - mid[-1])]])
+
+
+def escape_map_figure(maps: dict, spo_mark: int, path: Path) -> Path:
+    """The moon's fate per integrator over (steps per orbit, launch speed)."""
+    plt = _plt()
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    methods = list(maps)
+    cols = 4
+    rows = (len(methods) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.9 * cols, 3.4 * rows + 0.8),
+                             squeeze=False, sharex=True, sharey=True)
+    cmap = ListedColormap(["#cfe3f3", "#c0392b"])
+    for ax, m in zip(axes.ravel(), methods, strict=False):
+        mp = maps[m]
+        ax.pcolormesh(_edges(mp.spo.astype(float)), _edges(mp.speeds),
+                      (~mp.bound).astype(float), cmap=cmap, vmin=0, vmax=1)
+        ax.axhline(1.1, color="black", lw=0.7, ls=":")
+        ax.axvline(spo_mark, color="black", lw=0.7, ls="-.")
+        ax.set_title(f"{style(m)['label']} ({mp.escaped_share:.0%} escaped)", fontsize=9)
+        ax.set_xscale("log")
+        ticks = [t for t in (4, 5, 10, 20, 50, 100) if mp.spo[0] <= t <= mp.spo[-1]]
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+    for ax in axes[-1]:
+        ax.set_xlabel("steps per orbit")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("launch speed / circular speed")
+    for ax in axes.ravel()[len(methods):]:
+        ax.axis("off")
+    handles = [Patch(color="#cfe3f3", label="bound"), Patch(color="#c0392b", label="escaped"),
+               plt.Line2D([], [], color="black", ls=":", lw=0.7,
+                          label="the orbit experiment's speed (1.1)"),
+               plt.Line2D([], [], color="black", ls="-.", lw=0.7,
+                          label=f"its large step ({spo_mark} steps per orbit)")]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    orbits = next(iter(maps.values())).orbits
+    fig.suptitle(f"Article 000's moon after {orbits} orbits: bound or escaped, per "
+                 "integrator (the exact orbit is bound everywhere here)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    return save(fig, path)
+
+
+def escape_edges_figure(maps: dict, spo_mark: int, path: Path) -> Path:
+    """Steps per orbit from which the moon stays bound, against launch speed."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8.4, 5.2))
+    never = []
+    for m, mp in maps.items():
+        bf = np.array([np.nan if b is None else b for b in mp.bound_from()], float)
+        if np.all(np.isnan(bf)):
+            never.append(style(m)["label"])
+            continue
+        ax.plot(mp.speeds, bf, ls=_dashed(m), ms=4, lw=1.3, **style(m))
+    spo_hi = int(next(iter(maps.values())).spo[-1])
+    ax.axhline(spo_mark, color="grey", lw=0.8, ls="-.", label=f"{spo_mark} steps per orbit")
+    ax.axvline(1.1, color="grey", lw=0.8, ls=":", label="launch speed 1.1")
+    ax.set_yscale("log")
+    from matplotlib.ticker import NullFormatter
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ticks = [t for t in (4, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150) if t <= spo_hi]
+    ax.set_yticks(ticks, [str(t) for t in ticks])
+    ax.set_xlabel("launch speed / circular speed")
+    ax.set_ylabel("bound from this many steps per orbit up")
+    title = "Steps per orbit the moon needs to stay bound, per integrator"
+    if never:
+        title += f"\n(never within {spo_hi} steps per orbit: {', '.join(never)})"
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def random_dt_hist_figure(err: np.ndarray, fixed: np.ndarray, problems, methods,
+                          path: Path) -> Path:
+    """Histograms of the end error over many random sequences: a panel per problem, a
+    histogram per integrator; dashed: the error of the fixed nominal step."""
+    plt = _plt()
+    floor = 1e-17
+    fig, axes = plt.subplots(1, len(problems), figsize=(5.4 * len(problems), 4.6),
+                             squeeze=False)
+    for a, (ax, prob) in enumerate(zip(axes[0], problems, strict=True)):
+        finite = err[a][np.isfinite(err[a])]
+        lo = np.log10(max(float(finite.min()) if finite.size else floor, floor))
+        hi = np.log10(max(float(finite.max()) if finite.size else 1.0, floor * 10))
+        bins = np.linspace(lo - 0.1, hi + 0.1, 61)
+        for b, m in enumerate(methods):
+            e = err[a, b]
+            bad = int(np.sum(~np.isfinite(e)))
+            label = style(m)["label"] + (f" ({bad} diverged)" if bad else "")
+            ax.hist(np.log10(np.maximum(e[np.isfinite(e)], floor)), bins=bins,
+                    histtype="step", lw=1.5, color=style(m)["color"], label=label)
+            if np.isfinite(fixed[a, b]):
+                ax.axvline(np.log10(max(fixed[a, b], floor)), color=style(m)["color"],
+                           ls="--", lw=1.0, alpha=0.8)
+        ax.set_title(prob, fontsize=10)
+        ax.set_yscale("log")
+        ax.set_ylim(0.7, err.shape[-1] * 1.5)
+        ax.set_xlabel("log10 position error at T [m]")
+        if a == 0:
+            ax.set_ylabel("sequences (log scale)")
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(methods), fontsize=9,
+               frameon=False)
+    fig.suptitle(f"End error over {err.shape[-1]} random frame-time sequences (ratio of "
+                 "consecutive steps in [0.5, 2]); dashed: the fixed nominal step (one line for "
+                 "the three Verlet forms, which agree there)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+    return save(fig, path)
