@@ -22,6 +22,17 @@ import pygame
 REAL = json.loads((Path(__file__).parent / "data" / "real_events.json").read_text())
 
 
+def window_app(scene, tmp_path, size=(1280, 800)):
+    """An App on a fresh (dummy) display of ``size`` with an empty event queue: the
+    window tests' common start."""
+    from sandbox.app.main import App
+
+    pygame.display.init()
+    pygame.display.set_mode(size)
+    pygame.event.clear()
+    return App(scene, size=size, out_dir=tmp_path)
+
+
 def _pos(pos) -> tuple[int, int]:
     return (int(round(pos[0])), int(round(pos[1])))
 

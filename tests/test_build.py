@@ -22,10 +22,7 @@ SIZE = (1280, 800)
 
 @pytest.fixture
 def app(tmp_path) -> App:
-    pygame.display.init()
-    pygame.display.set_mode(SIZE)
-    pygame.event.clear()
-    a = App("pendulums", size=SIZE, out_dir=tmp_path)
+    a = ev.window_app("pendulums", tmp_path, SIZE)
     a.frame(H)
     a.do("toggle_build")
     a.frame(H)

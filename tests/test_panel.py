@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import events as ev
-import pygame
 import pytest
 
 from sandbox.app.main import App
@@ -22,10 +21,7 @@ SIZE = (1280, 800)
 
 @pytest.fixture
 def app(tmp_path) -> App:
-    pygame.display.init()
-    pygame.display.set_mode(SIZE)
-    pygame.event.clear()
-    a = App("pendulums", size=SIZE, out_dir=tmp_path)
+    a = ev.window_app("pendulums", tmp_path, SIZE)
     for _ in range(3):
         a.frame(H)
     return a

@@ -20,13 +20,10 @@ SIZE = (1280, 800)
 
 @pytest.fixture
 def app(tmp_path) -> App:
-    pygame.display.init()
-    pygame.display.set_mode(SIZE)
-    pygame.event.clear()
     world = World(WorldConfig(iterations=4))
     build_cloth(world, cols=12, rows=8, spacing=0.1, origin=(-0.6, 1.0), pins="top_corners")
-    return App(scene_from_world(world, h=H, view=((0.0, 0.6), 3.0)), size=SIZE,
-               out_dir=tmp_path)
+    return ev.window_app(scene_from_world(world, h=H, view=((0.0, 0.6), 3.0)), tmp_path,
+                         SIZE)
 
 
 @pytest.mark.parametrize("name", sorted(ev.BUILDERS))

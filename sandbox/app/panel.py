@@ -98,8 +98,7 @@ class ControlPanel:
         m, c = self.manager, self.container
 
         def label(text, x=8, width=w, obj="#label", h=20):
-            return UILabel(pygame.Rect(x, y, width, h), text, manager=m, container=c,
-                           object_id=pygame_gui.core.ObjectID(object_id=obj))
+            return self._label(text, pygame.Rect(x, y, width, h), obj)
 
         label("controls  Tab hides · H: keys", obj="@title")
         y += 20
@@ -184,6 +183,11 @@ class ControlPanel:
 
     #: The panel's height in px (the rows above, with their gaps).
     HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + 4 * 42 + 20 + 28 + 28 + 4
+
+    def _label(self, text: str, rect: pygame.Rect, obj: str = "#label") -> UILabel:
+        """A themed label in the panel (``obj``: "#label", "@title" or "@value")."""
+        return UILabel(rect, text, manager=self.manager, container=self.container,
+                       object_id=pygame_gui.core.ObjectID(object_id=obj))
 
     def _ghost_option(self) -> str:
         g = self.app.session.ghost
@@ -314,8 +318,7 @@ class ControlPanel:
         ed = self.app.editor
 
         def label(text, x=8, width=w, obj="#label", h=20):
-            return UILabel(pygame.Rect(x, y, width, h), text, manager=m, container=c,
-                           object_id=pygame_gui.core.ObjectID(object_id=obj))
+            return self._label(text, pygame.Rect(x, y, width, h), obj)
 
         label("build  B: run it · Ctrl+S saves", obj="@title")
         y += 20
