@@ -386,7 +386,7 @@ class Runner:
         if self.scheduler is None:
             n = self.workers or os.cpu_count() or 1
             self._cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                         dashboard_address=None, silence_logs=logging.ERROR)
+                                         dashboard_address=":0", silence_logs=logging.ERROR)
             return Client(self._cluster)
         target = self.scheduler
         _reachable(target)
