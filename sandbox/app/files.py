@@ -1,20 +1,24 @@
 """Output files of the window: timestamped names that never overwrite, written atomically.
 
 ``unique_path(folder, "screenshot", ".png")`` gives ``screenshot-20250101-120000.png``,
-or ``...-120000-2.png`` when that exists. Screenshots go to a temporary file in the same
-folder (with the real extension: pygame picks the format from it) and are then linked
-into place: ``os.link`` fails instead of replacing an existing file, so a name taken in
-between is never overwritten (``os.replace`` is the fallback where links are not
-supported). Snapshots go through ``World.save``, which is atomic itself.
+or ``...-120000-2.png`` when that exists. A name that was free when checked can be taken
+a moment later, so nothing here trusts the check: files are written to a temporary file
+in the same folder and then placed without replacing (``sandbox.sim.atomic.place_new``:
+a hard link, which fails if the name exists), taking the next name if needed.
+Screenshots are placed that way; snapshots go through ``World.save``, which never
+replaces a file either. New files get ``0o666`` less the umask, applied by the kernel
+(the umask is never changed to read it: that would race every other thread).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 import time
 from pathlib import Path
+
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 def default_out_dir() -> Path:
@@ -36,27 +40,26 @@ def unique_path(folder: Path, stem: str, suffix: str) -> Path:
 
 
 def save_png(surface, folder: Path, stem: str = "screenshot") -> Path:
-    """Save ``surface`` as a new PNG in ``folder``; returns its path."""
+    """Save ``surface`` as a new PNG in ``folder``; returns its path. Never replaces a
+    file, even one that appears while the PNG is written."""
     import pygame
 
+    from ..sim.atomic import place_new
+
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".png", dir=folder)
-    os.close(fd)
+    # The real extension: pygame picks the format from it. Created here, with the
+    # umask's mode; pygame then writes into it (an existing file keeps its mode).
+    tmp = folder / f".{stem}-{secrets.token_hex(6)}.png"
+    os.close(os.open(tmp, _NEW, 0o666))
     try:
-        pygame.image.save(surface, tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)              # mkstemp made it private (0600)
+        pygame.image.save(surface, str(tmp))
         for _ in range(1000):
             path = unique_path(folder, stem, ".png")
             try:
-                os.link(tmp, path)                 # fails if the name was taken meanwhile
+                place_new(tmp, path)               # fails if the name was taken meanwhile
                 return path
             except FileExistsError:
                 continue
-            except OSError:                        # no hard links here: replace instead
-                os.replace(tmp, path)
-                return path
         raise OSError(f"{folder}: no free name for a {stem}")  # pragma: no cover
     finally:
         with contextlib.suppress(FileNotFoundError):

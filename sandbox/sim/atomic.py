@@ -11,51 +11,145 @@ umask is never read through ``os.umask``, which would briefly change it for ever
 of the process. Overwriting an existing file keeps that file's permission bits (a save
 the user made private stays private). ``tempfile.mkstemp``, used before, made every
 output ``0o600``.
+
+``replace=False`` never replaces anything: the finished file is hard-linked into place,
+which fails if the name exists, even when it appeared while the file was written (a
+checked-then-replaced unique name is a race). Without hard links the name is first
+created empty with ``O_EXCL``, then replaced.
+
+Reading: :func:`read_bounded` opens regular files only (a FIFO or a device would block
+or never end) and reads at most a limit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
           | getattr(os, "O_CLOEXEC", 0))
+_READ = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+         | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+def atomic_write_text(path: str | os.PathLike, text: str, *, replace: bool = True) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), replace=replace)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, replace: bool = True) -> None:
     """Write ``data`` atomically: a reader sees the old file or the new one, never half.
 
-    A new file's mode is ``0o666 & ~umask``; an existing file keeps its mode.
+    A new file's mode is ``0o666 & ~umask``; an existing file keeps its mode. With
+    ``replace=False`` an existing ``path`` raises ``FileExistsError`` and stays as it was.
     """
+    with atomic_writer(path, replace=replace) as f:
+        f.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, *, replace: bool = True) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content into (streamed: nothing is held in
+    memory); it takes ``path``'s place when the block ends without an exception, else it
+    is removed and ``path`` is untouched. ``replace`` as :func:`atomic_write_bytes`."""
     path = Path(path)
     folder = path.parent
     try:
         keep = stat.S_IMODE(os.stat(path).st_mode) & 0o777
     except OSError:
         keep = None
+    if keep is not None and not replace:
+        raise FileExistsError(errno.EEXIST, "file exists", str(path))
     fd, tmp = _create_temporary(folder, path.name)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             if keep is not None:
                 os.chmod(tmp, keep)
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            place_new(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     _fsync_folder(folder)
+
+
+def place_new(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Move the finished file ``tmp`` to ``path`` unless ``path`` exists
+    (``FileExistsError``, ``tmp`` kept), atomically."""
+    try:
+        os.link(tmp, path)                   # fails, whatever the timing, if path exists
+    except FileExistsError:
+        raise
+    except OSError:                          # no hard links here: reserve the name first
+        os.close(os.open(path, _FLAGS, 0o600))
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a FIFO, a device, a socket, a folder)."""
+
+
+class FileTooLarge(OSError):
+    """A file larger than the reader's limit; ``limit`` is that limit in bytes."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {limit:,} bytes", path)
+        self.limit = limit
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder"}
+
+
+def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
+    """The content of the regular file ``path``, at most ``limit`` bytes.
+
+    Never blocks and never reads without end: anything but a regular file raises
+    :class:`NotRegularFile` (checked before opening, and again on the open file, opened
+    non-blocking); more than ``limit`` bytes raises :class:`FileTooLarge`, from the size
+    or after reading ``limit + 1`` bytes (a size can lie: ``/proc``, a growing file).
+    Other failures are the ``OSError`` of the system call.
+    """
+    shown = os.fsdecode(os.fspath(path))
+
+    def check(st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", shown)
+
+    check(os.stat(path))
+    fd = os.open(path, _READ)
+    try:
+        st = os.fstat(fd)
+        check(st)
+        if st.st_size > limit:              # no need to read what is already too much
+            raise FileTooLarge(shown, limit)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise FileTooLarge(shown, limit)
+    return b"".join(chunks)
 
 
 def _create_temporary(folder: Path, name: str) -> tuple[int, Path]:
