@@ -41,12 +41,13 @@ from pydantic import (
     ConfigDict,
     Field,
     Strict,
+    TypeAdapter,
     ValidationError,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from .sim.atomic import atomic_write_text
+from .sim.atomic import FileTooLarge, atomic_write_text, read_bounded
 from .sim.integrators import INTEGRATORS
 from .sim.timestep import TIMESTEPS, TimestepPolicy, make_policy
 
@@ -59,6 +60,20 @@ LEVELS_DIR = ROOT / "levels"
 #: Larger files are rejected before they are read into the TOML parser.
 MAX_BYTES = 1 << 20
 
+# What a level may ask for. Beyond these a file is a typo or an attack: building it
+# would overflow (squared lengths, m v^2, 1 / area) or exhaust memory, or a step would
+# never end. Every limit is checked before anything is built, and named when exceeded.
+MAX_NUMBER = 1e9          # any number's magnitude (kg, N/m, m/s^2, ...)
+MAX_COORDINATE = 1e6      # m: any position
+MIN_SIZE = 1e-6           # the smallest length, mass, stiffness or spacing (m, kg, N/m)
+MAX_PARTICLES = 200_000   # a 400 x 400 cloth is 160,000
+MAX_LINKS = 1_000_000     # links and springs; that cloth with shear and bend: 955,206
+MAX_BODIES = 5_000        # [[bodies]] tables (build mode writes one a click)
+MAX_SHAPES = 1_000        # [[shapes]] tables
+MAX_NBODY = 2_000         # particles when world.G > 0: every pair, every step
+MAX_SOLVER_WORK = 100_000_000   # links x substeps x iterations: projections a step
+MAX_CONTACT_PAIRS = 2_000_000   # candidate particle pairs at the start (collide_particles)
+
 
 # --------------------------------------------------------------------------- errors
 
@@ -70,12 +85,42 @@ class LevelError(ValueError):
     """
 
     def __init__(self, path: str | os.PathLike, errors: list[str]) -> None:
-        self.path = str(path)
-        self.errors = list(errors)
+        # What a file says is quoted, never obeyed: no line breaks, no ESC, bounded.
+        self.path = printable(os.fspath(path), 200)
+        self.errors = [printable(str(e), 300) for e in errors]
         super().__init__("\n".join(f"{self.path}: {e}" for e in self.errors))
 
     def __reduce__(self):   # picklable (worker processes) despite the two arguments
         return (type(self), (self.path, self.errors))
+
+
+# Characters that move the cursor, start escape sequences, break or reorder lines.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e"
+                          "\u2066-\u2069\ufeff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str | bytes | os.PathLike, limit: int = 300) -> str:
+    """``text`` as one safe terminal line: control characters (newline, ESC, DEL, C1,
+    bidi overrides) as escapes such as ``\\n`` and ``\\x1b``, bytes that are not UTF-8 (a
+    file name under any locale) as U+FFFD, and at most ``limit`` characters (the middle
+    elided with ``...``)."""
+    if isinstance(text, os.PathLike):
+        text = os.fspath(text)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = _SURROGATE.sub("\ufffd", text)
+    text = _UNPRINTABLE.sub(_escape, text)
+    if len(text) > limit:
+        half = (limit - 3) // 2
+        text = f"{text[:half]}...{text[len(text) - (limit - 3 - half):]}"
+    return text
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return named.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def _fail(error_type: str, message: str, **ctx: Any) -> PydanticCustomError:
@@ -88,12 +133,13 @@ def _fail(error_type: str, message: str, **ctx: Any) -> PydanticCustomError:
 
 _STRICT = Strict()   # TOML has real types: "3" is not an integer, true is not 1
 
-Float = Annotated[float, _STRICT, Field(allow_inf_nan=False)]
+Float = Annotated[float, _STRICT, Field(allow_inf_nan=False, ge=-MAX_NUMBER, le=MAX_NUMBER)]
 Int = Annotated[int, _STRICT]
 Bool = Annotated[bool, _STRICT]
 Str = Annotated[str, _STRICT]
 NonNeg = Annotated[Float, Field(ge=0.0)]
-Positive = Annotated[Float, Field(gt=0.0)]
+Positive = Annotated[Float, Field(ge=MIN_SIZE)]
+Coordinate = Annotated[Float, Field(ge=-MAX_COORDINATE, le=MAX_COORDINATE)]
 
 
 def _length(n: int, what: str):
@@ -105,7 +151,7 @@ def _length(n: int, what: str):
     return BeforeValidator(check)
 
 
-Vec2 = Annotated[tuple[Float, Float], _length(2, "2 numbers [x, y]")]
+Vec2 = Annotated[tuple[Coordinate, Coordinate], _length(2, "2 numbers [x, y]")]
 Pair = Annotated[tuple[Float, Float], _length(2, "2 numbers")]
 PositivePair = Annotated[tuple[Positive, Positive], _length(2, "2 positive numbers")]
 
@@ -176,7 +222,7 @@ def _one_line(text: str) -> str:
     return text
 
 
-Bounds = Annotated[tuple[Float, Float, Float, Float],
+Bounds = Annotated[tuple[Coordinate, Coordinate, Coordinate, Coordinate],
                    _length(4, "4 numbers [xmin, ymin, xmax, ymax]")]
 
 
@@ -427,7 +473,7 @@ class Links(_Spec):
     pairs: Annotated[list[Annotated[tuple[Annotated[Int, Field(ge=0)],
                                           Annotated[Int, Field(ge=0)]],
                                     _length(2, "2 particle indices [i, j]")]],
-                     Field(min_length=1, max_length=100_000)] = Field(
+                     Field(min_length=1, max_length=15_000)] = Field(
         description="[i, j] particle index pairs")
     compliance: Compliance = 0.0
     kind: Literal["stick", "rope"] = Field("stick", description="rope: slack allowed")
@@ -566,8 +612,10 @@ class Level(_Spec):
                           "that differs most visibly from the world's own here")
     world: WorldSettings = Field(WorldSettings(), description="[world] table")
     view: View = Field(View(), description="[view] table")
-    bodies: list[Body] = Field(default_factory=list, description="[[bodies]] tables")
-    shapes: list[Shape] = Field(default_factory=list, description="[[shapes]] tables")
+    bodies: Annotated[list[Body], Field(max_length=MAX_BODIES)] = Field(
+        default_factory=list, description="[[bodies]] tables")
+    shapes: Annotated[list[Shape], Field(max_length=MAX_SHAPES)] = Field(
+        default_factory=list, description="[[shapes]] tables")
 
     @model_validator(mode="after")
     def _orbits_need_gravity(self):
@@ -578,6 +626,102 @@ class Level(_Spec):
                                  "needs n-body gravity", field="world.G", got=self.world.G,
                         i=orbits[0])
         return self
+
+    @model_validator(mode="after")
+    def _within_limits(self):
+        # Before anything is built: 30,000 cloths of 400 x 400 fit in 990 kB.
+        t, w = level_totals(self), self.world
+        for field, message, got in world_limits(t.particles, t.links, t.springs, w.G,
+                                                w.substeps, w.iterations):
+            if field in ("particles", "links"):
+                size = [body_totals(b) for b in self.bodies]
+                k = max(range(len(size)), key=lambda k: size[k].particles
+                        if field == "particles" else size[k].links + size[k].springs)
+                message += f"; bodies[{k}], a {self.bodies[k].type}, is the largest"
+                field = "bodies"
+            raise _fail("limit", message.replace("{", "(").replace("}", ")"), field=field,
+                        got=got)
+        return self
+
+
+def world_limits(particles: int, links: int, springs: int, G: float, substeps: int,
+                 iterations: int) -> list[tuple[str, str, Any]]:
+    """``(field, what was expected, what it is)`` for each limit a world of these totals
+    exceeds (``MAX_PARTICLES``, ``MAX_LINKS``, ``MAX_NBODY``, ``MAX_SOLVER_WORK``): the
+    same for level files and snapshots."""
+    out: list[tuple[str, str, Any]] = []
+    if particles > MAX_PARTICLES:
+        out.append(("particles", f"expected at most {MAX_PARTICLES:,} particles in all (the "
+                    "level limit)", _Count(particles)))
+    if links + springs > MAX_LINKS:
+        out.append(("links", f"expected at most {MAX_LINKS:,} links and springs in all (the "
+                    "level limit)", _Count(links + springs)))
+    if G > 0 and particles > MAX_NBODY:
+        out.append(("world.G", f"expected 0 with more than {MAX_NBODY:,} particles (n-body "
+                    f"gravity pairs every particle every step; there are {particles:,})", G))
+    work = links * substeps * iterations
+    if work > MAX_SOLVER_WORK:
+        out.append(("world.substeps", f"expected links x substeps x iterations <= "
+                    f"{MAX_SOLVER_WORK:,} (solver projections a step; here {links:,} x "
+                    f"{substeps} x {iterations} = {work:,})", substeps))
+    return out
+
+
+class _Count(int):
+    """An integer shown with thousands separators in messages."""
+
+    def __repr__(self) -> str:
+        return f"{int(self):,}"
+
+
+class Totals(typing.NamedTuple):
+    """What building asks for: particles, links (constraints) and springs."""
+
+    particles: int
+    links: int
+    springs: int
+
+
+def _grid_links(cols: int, rows: int, shear: bool, bend: bool) -> int:
+    n = (cols - 1) * rows + cols * (rows - 1)
+    n += 2 * (cols - 1) * (rows - 1) if shear else 0
+    return n + ((cols - 2) * rows + cols * (rows - 2) if bend else 0)
+
+
+def _rods(n: int, stiffness: float) -> Totals:
+    return Totals(n + 1, 0, n) if stiffness > 0 else Totals(n + 1, n, 0)
+
+
+# Body type -> what its builder makes (tests/test_hostile_levels.py checks these against
+# the built worlds).
+_TOTALS: dict[str, Callable[[Any], Totals]] = {
+    "cloth": lambda b: Totals(b.cols * b.rows, _grid_links(b.cols, b.rows, b.shear, b.bend), 0),
+    "rope": lambda b: Totals(b.segments + 1, b.segments, 0),
+    "bridge": lambda b: Totals(b.links + 1, b.links, 0),
+    "soft_ring": lambda b: Totals(b.segments, b.segments, 0),
+    "soft_blob": lambda b: Totals(b.cols * b.rows, _grid_links(b.cols, b.rows, True, True), 0),
+    "pendulum": lambda b: _rods(1, b.stiffness),
+    "double_pendulum": lambda b: _rods(2, b.stiffness),
+    "cradle": lambda b: Totals(2 * b.balls, b.balls, 0),
+    "orbit": lambda b: Totals(1 + len(b.moons), 0, 0),
+    "balls": lambda b: Totals(b.cols * b.rows, 0, 0),
+    "spring_chain": lambda b: Totals(b.segments + 1, 0, b.segments),
+    "spring_pendulum": lambda b: Totals(2, 0, 1),
+    "particles": lambda b: Totals(len(b.points), 0, 0),
+    "links": lambda b: Totals(0, len(b.pairs), 0),
+    "chain": lambda b: Totals(len(b.points), len(b.points) - 1, 0),
+}
+
+
+def body_totals(body: Any) -> Totals:
+    """The particles, links and springs one ``[[bodies]]`` table builds."""
+    return _TOTALS[body.type](body)
+
+
+def level_totals(level: Level) -> Totals:
+    """The particles, links and springs a level builds, before building it."""
+    counts = [body_totals(b) for b in level.bodies]
+    return Totals(*(sum(c[k] for c in counts) for k in range(3)))
 
 
 BODY_TYPES: dict[str, type[_Spec]] = {
@@ -741,6 +885,64 @@ def _describe(err: dict) -> str:
 _TOO_BIG = "file is larger than 1 MiB (level files are a few KiB); refusing to parse it"
 _TOML_POS = re.compile(r"\s*\(at (line \d+, column \d+|end of document)\)\s*$")
 
+# Python 3.11's tomllib is quadratic in the parts of a dotted key or table header (a
+# 1 MiB ``[a.a.a...]`` took 567 s and 650 MB), recursive in nesting, and ~4 us a token
+# even when linear (1 MiB of ``0,`` takes 1.5 s). So the text is scanned first, in
+# linear time: strings and comments are blanked out, then structure is measured.
+MAX_KEY_PARTS = 8         # dotted parts of a key or header; the schema needs 2
+MAX_KEY_LENGTH = 128      # characters of one key; the schema's longest is 16
+MAX_NESTING = 16          # arrays and inline tables inside each other; the schema needs 3
+MAX_TOKENS = 80_000       # , . # count 1, = [ { count 3 (tomllib's cost): < 0.5 s
+_STRINGS = re.compile(r'''"""(?:[^"\\]|\\[\s\S]?|"{1,2}(?!"))*+(?:"{3,5}|\Z)'''
+                      r"""|'''(?:[^']|'{1,2}(?!'))*+(?:'{3,5}|\Z)"""
+                      r'''|"(?:[^"\\\n]|\\.?)*+(?:"|$)'''
+                      r"""|'[^'\n]*+(?:'|$)"""
+                      r"""|\#[^\n]*+""", re.M)    # unterminated ones end at the line's end
+_BARE = r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]"                  # a bare key starts here
+_PART = rf"(?:{_BARE}++|[\x00\x01])"                      # \x00, \x01: a quoted key
+_DOTTED = re.compile(rf"{_PART}(?:[ \t]*+\.[ \t]*+{_PART}){{{MAX_KEY_PARTS},}}")
+_LONG_KEY = re.compile(rf"(?:{_BARE}{{{MAX_KEY_LENGTH + 1},}}+|\x01)[ \t]*+[.=\]]")
+
+
+def _blank(m: re.Match) -> str:
+    """A string as one placeholder character (\\x01 when too long for a key), a comment
+    as ``#``; line breaks kept, so positions keep their line numbers."""
+    s = m.group()
+    if s[0] == "#":
+        return "#"
+    mark = "\x01" if len(s) > MAX_KEY_LENGTH + 2 else "\x00"
+    return mark + "\n" * s.count("\n")
+
+
+def _prescan(text: str) -> str | None:
+    """Why ``text`` must not reach tomllib (one line), or None. Linear time: under 0.3 s
+    for any 1 MiB text."""
+    import numpy as np
+
+    bare = _STRINGS.sub(_blank, text)
+    tokens = (bare.count(",") + bare.count(".") + bare.count("#")
+              + 3 * (bare.count("=") + bare.count("[") + bare.count("{")))
+    if tokens > MAX_TOKENS:
+        return (f"too many keys, values and tables for a level file ({tokens:,} tokens; "
+                f"at most {MAX_TOKENS:,}); refusing to parse it")
+
+    def line(pos: int) -> str:
+        return f"line {bare.count(chr(10), 0, pos) + 1}: "
+
+    if m := _DOTTED.search(bare):
+        return (f"{line(m.start())}a key or table name has more than {MAX_KEY_PARTS} dotted "
+                "parts; refusing to parse it")
+    if m := _LONG_KEY.search(bare):
+        return (f"{line(m.start())}a key is longer than {MAX_KEY_LENGTH} characters; "
+                "refusing to parse it")
+    code = np.frombuffer(bare.encode("utf-8", "surrogatepass"), np.uint8)
+    step = np.zeros(code.shape, np.int8)
+    step[(code == ord("[")) | (code == ord("{"))] = 1
+    step[(code == ord("]")) | (code == ord("}"))] = -1
+    if code.size and int(np.cumsum(step, dtype=np.int32).max()) > MAX_NESTING:
+        return "invalid TOML: arrays or tables nested too deeply"
+    return None
+
 
 def _decode(data: bytes | str, path: str) -> dict:
     """Bytes or text -> the TOML table; every way hostile input fails becomes LevelError."""
@@ -759,6 +961,8 @@ def _decode(data: bytes | str, path: str) -> dict:
     except UnicodeDecodeError as e:
         raise LevelError(path, [f"not UTF-8 text: invalid byte at offset {e.start}"]) from None
     text = text.removeprefix("\ufeff")      # a BOM some editors write
+    if problem := _prescan(text):
+        raise LevelError(path, [problem])
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -780,12 +984,22 @@ def _decode(data: bytes | str, path: str) -> dict:
         raise LevelError(path, [f"invalid TOML: {e}"]) from None
 
 
+MAX_ERRORS = 20   # lines listed for one file; a hostile file can have 100,000 problems
+
+
+def _describe_all(e: ValidationError) -> list[str]:
+    errors = e.errors(include_url=False)
+    lines = [_describe(err) for err in errors[:MAX_ERRORS]]
+    if len(errors) > MAX_ERRORS:
+        lines.append(f"... and {len(errors) - MAX_ERRORS:,} more problems")
+    return lines
+
+
 def _validate(table: dict, path: str) -> Level:
     try:
         return Level.model_validate(table)
     except ValidationError as e:
-        raise LevelError(path, [_describe(err) for err in e.errors(include_url=False)]) \
-            from None
+        raise LevelError(path, _describe_all(e)) from None
 
 
 def parse_level(data: bytes | str, path: str | os.PathLike = "<string>") -> Level:
@@ -795,17 +1009,51 @@ def parse_level(data: bytes | str, path: str | os.PathLike = "<string>") -> Leve
 
 
 def load_level(path: str | os.PathLike) -> Level:
-    """Read and validate a level file; any failure is one :class:`LevelError`."""
-    shown = str(path)
+    """Read and validate a level file; any failure is one :class:`LevelError`.
+
+    Only a regular file is read (a FIFO would block, a device never end), at most
+    ``MAX_BYTES``; a file that asks for nothing (no body, no shape) is refused too.
+    """
+    shown = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)    # never slurp a huge (or endless) file
+        data = read_bounded(path, MAX_BYTES)
+    except FileTooLarge:
+        raise LevelError(shown, [_TOO_BIG]) from None
     except OSError as e:
         reason = e.strerror or type(e).__name__
         raise LevelError(shown, [f"cannot read the file: {reason}"]) from None
-    if len(data) > MAX_BYTES:
-        raise LevelError(shown, [_TOO_BIG])
-    return parse_level(data, shown)
+    level = parse_level(data, shown)
+    if not level.bodies and not level.shapes:
+        raise LevelError(shown, ["the level is empty: a level needs at least one "
+                                 "[[bodies]] or [[shapes]] table"])
+    return level
+
+
+def world_settings(table: Any) -> WorldSettings:
+    """A ``[world]`` table (a snapshot's config) validated as in a level file; the
+    :class:`LevelError`'s lines name the field without the ``world.`` prefix."""
+    try:
+        return WorldSettings.model_validate(table)
+    except ValidationError as e:
+        errors = [dict(err, loc=("world", *err.get("loc", ()))) for err in
+                  e.errors(include_url=False)]
+        raise LevelError("[world]", [_describe(err).removeprefix("world.")
+                                     for err in errors[:MAX_ERRORS]]) from None
+
+
+_SHAPES = TypeAdapter(Annotated[list[Shape], Field(max_length=MAX_SHAPES)])
+
+
+def shape_specs(specs: Any) -> list[dict]:
+    """Static shapes as ``[[shapes]]`` tables (a snapshot's), validated as in a level
+    file; returns them as plain dicts for ``Colliders.from_specs``."""
+    try:
+        shapes = _SHAPES.validate_python(specs)
+    except ValidationError as e:
+        errors = [dict(err, loc=("shapes", *err.get("loc", ()))) for err in
+                  e.errors(include_url=False)]
+        raise LevelError("shapes", [_describe(err) for err in errors[:MAX_ERRORS]]) from None
+    return [s.model_dump() for s in shapes]
 
 
 def with_world(level: Level, path: str | os.PathLike = "<overrides>", **changes: Any) -> Level:
@@ -885,7 +1133,98 @@ def build_world(level: Level) -> World:
     except ConstraintMethodError as e:          # too many links for it, rope links, ...
         raise LevelError(level.name or "level", [f"world.constraint_method: {e.reason}; "
                                                  "use \"xpbd\" for this level"]) from None
+    _check_built(world, level)
     return world
+
+
+def _check_built(world: World, level: Level) -> None:
+    """What was built must be steppable: finite numbers everywhere (1e200 rope ends give
+    an infinite rest length, an orbit's speed can overflow) and a contact search that
+    fits in memory. One :class:`LevelError` naming the first body at fault."""
+    import numpy as np
+
+    name = level.name or "level"
+    p = world.particles
+    with np.errstate(all="ignore"):
+        for what, a in (("position", p.x), ("velocity", p.v), ("previous position",
+                        p.x_prev), ("acceleration", p.a), ("mass", p.mass),
+                        ("inverse mass", p.inv_mass), ("radius", p.radius)):
+            bad = np.flatnonzero(~np.isfinite(a.reshape(len(a), -1)).all(axis=1))
+            if bad.size:
+                k = next((k for k, b in enumerate(world.bodies) if bad[0] in b.particles), 0)
+                raise LevelError(name, [
+                    f"bodies[{k}] ({level.bodies[k].type}): building it gives a non-finite "
+                    f"{what} ({_show(a[bad[0]].tolist())}); its numbers are too extreme "
+                    "together"])
+        arrays = [("links", "rest length", world.constraints.rest),
+                  ("links", "compliance", world.constraints.compliance),
+                  ("springs", "rest length", world.springs.rest),
+                  ("springs", "stiffness", world.springs.k),
+                  ("springs", "damping", world.springs.c)]
+        arrays += [("soft_ring", "gas", np.array([b.nrt, b.area0])) for b in world.pressure]
+        for kind, what, a in arrays:
+            if not np.isfinite(a).all():
+                raise LevelError(name, [f"bodies: building gives a {kind} {what} that is not "
+                                        "finite; the numbers are too extreme together"])
+        energy = world.energy()
+    bad = [k for k, e in energy.items() if not math.isfinite(e)]
+    if bad:
+        raise LevelError(name, [f"bodies: the level starts with a non-finite {bad[0]} energy "
+                                f"({energy[bad[0]]}); its masses, speeds, heights or "
+                                "stiffnesses are too large together"])
+    pairs = _contact_pairs(world, level)
+    if pairs > MAX_CONTACT_PAIRS:
+        raise LevelError(name, [f"bodies: expected at most {MAX_CONTACT_PAIRS:,} candidate "
+                                f"contact pairs at the start, got about {pairs:,} (radii far "
+                                "larger than the spacing, or huge shapes over many "
+                                "particles): every step would search them all"])
+
+
+def _contact_pairs(world: World, level: Level) -> int:
+    """An upper bound of the (particle, particle) and (particle, shape) pairs the first
+    step's broad phase looks at, counted without making them."""
+    import numpy as np
+
+    x, r = world.particles.x.astype(float), world.particles.radius.astype(float)
+    total = 0
+    if level.world.collide_particles and int((r > 0).sum()) > 1:
+        xr, rr = x[r > 0], r[r > 0]
+        cell = 2.0 * float(rr.max()) + 1e-9      # as colliders.particle_pairs
+        span = float(np.max(xr.max(axis=0) - xr.min(axis=0)))
+        cell = max(cell, span / 2.0 ** 30)
+        c = np.floor((xr - xr.min(axis=0)) / cell).astype(np.int64) + 1
+        ny = int(c[:, 1].max()) + 2
+        keys, counts = np.unique(c[:, 0] * ny + c[:, 1], return_counts=True)
+        near = np.zeros(keys.size, np.int64)
+        for d in (-ny - 1, -ny, -ny + 1, -1, 0, 1, ny - 1, ny, ny + 1):
+            at = np.minimum(np.searchsorted(keys, keys + d), keys.size - 1)
+            near += np.where(keys[at] == keys + d, counts[at], 0)
+        total += int((counts * near).sum()) // 2
+    if level.shapes and len(x):
+        lo, hi = x - r[:, None], x + r[:, None]
+        his, los = np.sort(hi, axis=0), np.sort(lo, axis=0)
+        for shape in level.shapes:
+            box = _shape_box(shape)
+            # Boxes overlapping the shape's along an axis: starting before its end, less
+            # those ending before its start; the smaller of the two axes bounds both.
+            overlap = [int(np.searchsorted(los[:, a], box[1][a], "right")
+                           - np.searchsorted(his[:, a], box[0][a])) for a in (0, 1)]
+            total += max(0, min(overlap))
+    return total
+
+
+def _shape_box(shape: Any) -> tuple[tuple[float, float], tuple[float, float]]:
+    if shape.type == "circle":
+        (cx, cy), rad = shape.center, shape.radius
+        return (cx - rad, cy - rad), (cx + rad, cy + rad)
+    if shape.type == "segment":
+        t = shape.thickness
+        return ((min(shape.a[0], shape.b[0]) - t, min(shape.a[1], shape.b[1]) - t),
+                (max(shape.a[0], shape.b[0]) + t, max(shape.a[1], shape.b[1]) + t))
+    if shape.type == "polygon":
+        xs, ys = zip(*shape.points, strict=True)
+        return (min(xs), min(ys)), (max(xs), max(ys))
+    return tuple(shape.min), tuple(shape.max)
 
 
 # Keyword arguments of each timestep policy, from the level (a table, not an if-chain).
