@@ -643,7 +643,11 @@ def test_a_bad_level_returns_1_with_the_loaders_message(tmp_path, capsys):
 
 
 def test_run_app_opens_a_level_and_returns_0():
+    from sandbox.sim import backend
     assert run_app("cloth", frames=3) == 0
+    # The background warm-up switches the compiled kernels off until they are ready;
+    # afterwards the process has them back (tests after this one compare them).
+    assert backend.ready()
 
 
 def test_divergence_pauses_with_a_banner_and_R_resets(app, monkeypatch, capsys):

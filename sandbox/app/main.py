@@ -922,5 +922,9 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
             app.close()
         if kernels is not None:
             kernels.close()
+            # The warm-up held the compiled kernels back process-wide; whoever called
+            # run_app (a script, a test) gets the default back: compile on first use.
+            from ..sim import backend
+            backend.set_ready(True)
         pygame.quit()
     return 0
