@@ -157,12 +157,26 @@ def cmd_replay(args) -> int:
     return run_app(None, replay=args.file)
 
 
+def _prepare_numba() -> None:
+    """numba's kernel cache, or a fallback with one warning line, settled before the
+    ``sandbox`` package (which compiles its kernels on import) is imported: the function
+    is in sandbox/headless.py, loaded here on its own."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "_sandbox_numba_cache", Path(__file__).resolve().parent / "sandbox" / "headless.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.prepare_numba()
+
+
 def cmd_check(args) -> int:
+    _prepare_numba()
     from sandbox.headless import run_check
     return run_check(args.files)
 
 
 def cmd_simulate(args) -> int:
+    _prepare_numba()
     from sandbox.headless import run_simulate
     return run_simulate(args)
 
@@ -259,7 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--dt", type=float, default=None, metavar="H",
                      help="frame time fed to the timestep policy, s (default: the level's h)")
     sim.add_argument("--seed", type=int, default=None, help="override the level's seed")
-    sim.add_argument("--out", required=True, metavar="FILE.npz", help="output file")
+    sim.add_argument("--out", required=True, metavar="FILE.npz",
+                     help="output file (never an input; an existing one only with --force)")
+    sim.add_argument("--force", action="store_true", help="replace an existing --out file")
+    sim.add_argument("--trace", default=None, metavar="FILE",
+                     help="the step trace that --timestep replay plays (a level whose mode "
+                          "is replay needs one)")
     sim.add_argument("--every", type=int, default=1, metavar="K",
                      help="keep every K-th step's state (and the first and last; "
                           "default 1: all)")

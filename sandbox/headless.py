@@ -1,125 +1,411 @@
 """The headless commands: ``check`` validates level files, ``simulate`` runs one to an ``.npz``.
 
-Both return a process exit code and print clean one-line errors, never a traceback:
-``check`` exits 1 when any file is invalid; ``simulate`` exits 2 on bad input (level
-or options) and 3 when the simulation diverges, after saving what it recorded.
+Each prints exactly one clean line per outcome, never a traceback, and quotes names and
+file contents with :func:`sandbox.levels.printable` (no control characters, no
+undecodable bytes, bounded). Exit codes:
+
+``check``     0 every file is valid, 1 any is not, 130 interrupted.
+``simulate``  0 written; 2 bad input (level, options, --out that exists or is an input,
+              a run whose archive would not fit the memory budget); 3 diverged: the
+              run stopped at the last finite state, which was saved; 130 interrupted
+              (Ctrl-C): the finished steps were saved.
+
+Nothing at an existing path is replaced unless asked (``--force``), an input never is,
+and the archive is written to a temporary file and placed when complete.
+
+numba keeps its compiled kernels in ``__pycache__`` beside the code or in ``~/.cache``;
+when neither can be written (a read-only checkout, no home) the commands fall back to a
+private folder in the temporary directory, or to the numpy reference kernels, with one
+warning line (:func:`prepare_numba`).
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import math
+import os
+import signal
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .levels import LevelError, find_level, level_names, load_level, with_world
-from .sim.atomic import atomic_write_bytes
-from .sim.integrators import INTEGRATORS
-from .sim.timestep import TIMESTEPS
+#: What ``simulate`` may hold in memory for the archive (positions, velocities,
+#: energies of the kept states, every step's h): a larger run is refused before it starts.
+MEMORY_BUDGET = 1 << 30
+
+_INTERRUPTED = 130
 
 
-def run_check(paths: list[str]) -> int:
-    """Validate each level (a path or a shipped name; none: every shipped level) and
-    build it (links to particles that do not exist are only found that way).
+# --------------------------------------------------------------------------- output
 
-    Prints ``ok  <path>`` or the error lines of each; 1 if any failed, else 0.
-    """
-    from .levels import build_world
-
-    failed = 0
-    for name in paths or level_names():
+def _streams() -> None:
+    """Never fail on a character the terminal's encoding lacks (a name that is not
+    UTF-8 under a strict locale): it is replaced, the line still printed."""
+    for stream in (sys.stdout, sys.stderr):
         try:
-            path = find_level(name)
-            level = load_level(path)
-            try:
-                build_world(level)           # what only building can tell (links)
-            except LevelError as e:
-                raise LevelError(path, e.errors) from None
-        except LevelError as e:
-            print(e)
-            failed += 1
-        else:
-            print(f"ok  {path}")
-    return 1 if failed else 0
+            stream.reconfigure(errors="replace")
+        except (AttributeError, ValueError, OSError):   # a replaced or closed stream
+            pass
+
+
+def _show(path) -> str:
+    from .levels import printable
+    return printable(path, 200)
 
 
 def _error(msg: str, code: int) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    from .levels import printable
+    print(f"error: {printable(msg, 600)}", file=sys.stderr)
     return code
 
 
+# --------------------------------------------------------------------------- numba cache
+
+def _numba_can_cache(source: Path) -> bool:
+    """Whether numba finds a writable cache folder for a function of ``source``, asked
+    the way ``@njit(cache=True)`` asks (its own locator classes, in its order)."""
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if not classes:
+        return True                         # an unknown numba: let it decide
+    namespace: dict = {}
+    exec(compile("def probe():\n    pass\n", str(source), "exec"), namespace)
+    return any(cls.from_function(namespace["probe"], str(source)) is not None
+               for cls in classes)
+
+
+def _plain(text) -> str:
+    text = os.fsdecode(text).encode("utf-8", "replace").decode("utf-8")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)[:200]
+
+
+def prepare_numba() -> None:
+    """Before the kernels are compiled: if numba could not write its cache anywhere it
+    looks (it would fail with "cannot cache function ... no locator available"), point
+    it at ``$TMPDIR/verlet-sandbox-numba-<uid>``; if that cannot be used either, run the
+    numpy reference kernels (the same numbers, slower). Either way one warning line.
+
+    It must run before ``sandbox`` is imported (the package imports the kernels), so it
+    uses nothing of the package: ``main.py`` loads this file on its own to call it.
+    """
+    if "sandbox.sim.backend" in sys.modules:
+        return                              # too late to change; it imported fine
+    try:
+        import numba  # noqa: F401 - only whether it imports
+    except ImportError:
+        return                              # the numpy references, as without numba
+    source = Path(__file__).resolve().parent / "sim" / "kernels.py"
+    try:
+        if _numba_can_cache(source):
+            return
+    except Exception:                       # a probe must never stop a run
+        return
+    from numba.core import config
+
+    folder = Path(tempfile.gettempdir()) / f"verlet-sandbox-numba-{os.getuid()}" \
+        if hasattr(os, "getuid") else Path(tempfile.gettempdir()) / "verlet-sandbox-numba"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid")
+                                             and st.st_uid != os.getuid()):
+            raise PermissionError("not our own folder")
+        config.CACHE_DIR = str(folder)
+        os.environ["NUMBA_CACHE_DIR"] = str(folder)        # and any worker process
+        if not _numba_can_cache(source):
+            raise PermissionError("not writable")
+    except (OSError, ValueError):
+        config.CACHE_DIR = ""
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+        sys.modules["numba"] = None         # type: ignore[assignment]  # backend: not installed
+        print("warning: numba cannot write its cache beside the code, in ~/.cache or in "
+              f"{_plain(tempfile.gettempdir())}; using the numpy kernels (slower, the same "
+              "numbers)", file=sys.stderr)
+        return
+    print(f"warning: numba cannot write its cache beside the code or in ~/.cache; caching "
+          f"the compiled kernels in {_plain(folder)}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- check
+
+def run_check(paths: list[str]) -> int:
+    """Validate each level (a path or a shipped name; none: every shipped level) and
+    build it (links to particles that do not exist, non-finite derived numbers and
+    overlapping contacts are only found that way).
+
+    Prints ``ok  <path>`` or the error lines of each; 1 if any failed, else 0.
+    """
+    _streams()
+    try:
+        prepare_numba()
+        from .levels import LevelError, build_world, find_level, level_names, load_level
+
+        failed = 0
+        for name in paths or level_names():
+            path = name
+            try:
+                path = find_level(name)
+                level = load_level(path)
+                try:
+                    build_world(level)          # what only building can tell
+                except LevelError as e:
+                    raise LevelError(path, e.errors) from None
+            except LevelError as e:
+                print(e)
+                failed += 1
+            except (MemoryError, ArithmeticError, ValueError) as e:
+                print(f"{_show(path)}: cannot build the level ({type(e).__name__}: "
+                      f"{_show(e)})")
+                failed += 1
+            else:
+                print(f"ok  {_show(path)}")
+    except KeyboardInterrupt:
+        return _error("interrupted", _INTERRUPTED)
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------- recording
+
 class _Recorder:
-    """Per-step samples of a world, stacked into arrays when the run ends.
+    """Per-step samples of a world, in arrays allocated once for the run's bound.
 
     Sample 0 is the state before the first step, so ``t``, ``x``, ``v`` and every
     energy array have ``steps + 1`` rows (as :func:`sandbox.sim.integrators.integrate`).
+    A sample is committed by its last statement (the counters), so an interrupt inside
+    one leaves the recorded run as it was; a state that is not finite once stored
+    (diverged, or beyond the stored dtype) is not committed and :attr:`broken` says why.
     """
 
-    def __init__(self, every: int = 1, dtype=np.float64) -> None:
+    def __init__(self, every: int = 1, dtype=np.float64, steps: int = 16,
+                 states: int = 16) -> None:
         self.every = max(int(every), 1)
         self.dtype = np.dtype(dtype)
-        self.steps = 0                  # steps taken so far
-        self.step: list[int] = []       # the step index of each sample
-        self.t: list[float] = []
-        self.h: list[float] = []
-        self.x: list[np.ndarray] = []
-        self.v: list[np.ndarray] = []
-        self.energy: list[dict[str, float]] = []
+        self.steps = 0                  # steps taken and committed so far
+        self.count = 0                  # states kept so far
+        self.h = np.empty(max(steps, 1))
+        self.broken: str | None = None
+        self._states = max(states, 2)
+        self._n: int | None = None
+        self.step_no = self.t = self.x = self.v = None
+        self.energy: dict[str, np.ndarray] = {}
 
-    def sample(self, world, h: float | None = None, force: bool = False) -> None:
-        """Record the state after a step of ``h`` (None: the initial state); only every
-        ``every``-th step is kept (``force``: this one too, e.g. the last)."""
+    def _allocate(self, n: int, keys) -> None:
+        cap = self._states
+        self._n = n
+        self.step_no = np.empty(cap, np.int64)
+        self.t = np.empty(cap)
+        self.x = np.empty((cap, n, 2), self.dtype)      # pages are used only when written
+        self.v = np.empty((cap, n, 2), self.dtype)
+        self.energy = {k: np.empty(cap) for k in keys}
+
+    def _grow(self) -> None:
+        for name in ("step_no", "t", "x", "v"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a, np.empty_like(a)]))
+        self.energy = {k: np.concatenate([a, np.empty_like(a)]) for k, a in self.energy.items()}
+
+    def _keep(self, world, step: int) -> bool:
+        """Store the world's state after ``step`` steps as the next sample; False
+        (nothing kept) if any of it is not finite."""
         p = world.particles
-        if h is not None:
-            self.h.append(h)
-            self.steps += 1
-            if not force and self.steps % self.every:
-                return
-        if self.step and self.step[-1] == self.steps:
-            return                      # already kept
-        self.step.append(self.steps)
-        self.t.append(float(world.t))
-        self.x.append(p.x.astype(self.dtype))
-        self.v.append(p.v.astype(self.dtype))
-        self.energy.append(world.energy())
+        if self.broken:
+            return False
+        if self._n is None:
+            self._allocate(p.x.shape[0], world.energy())
+        if p.x.shape[0] != self._n:
+            self.broken = "the number of particles changed"
+            return False
+        k = self.count
+        if k >= len(self.t):
+            self._grow()
+        with np.errstate(all="ignore"):
+            energy = world.energy()
+            self.x[k] = p.x
+            self.v[k] = p.v
+        finite = [np.isfinite(self.x[k]).all(), np.isfinite(self.v[k]).all(),
+                  all(math.isfinite(e) for e in energy.values())]
+        if not all(finite):
+            what = ("position", "velocity", "energy")[finite.index(False)]
+            stored = finite[2] and self.dtype != p.x.dtype     # finite before the cast
+            self.broken = f"non-finite {what}" + (f" as {self.dtype}" if stored else "")
+            return False
+        self.step_no[k] = step
+        self.t[k] = float(world.t)
+        for key, a in self.energy.items():
+            a[k] = energy.get(key, np.nan)
+        self.count = k + 1
+        return True
+
+    def sample(self, world, h: float | None = None, force: bool = False) -> bool:
+        """Record the state after a step of ``h`` (None: the initial state); only every
+        ``every``-th step's state is kept (``force``: this one too). False when the state
+        is not finite: nothing of this step is recorded and the run must stop."""
+        if h is None:
+            return self._keep(world, 0)
+        steps = self.steps + 1
+        if steps > len(self.h):
+            self.h = np.concatenate([self.h, np.empty_like(self.h)])
+        self.h[steps - 1] = h
+        if (steps % self.every == 0 or force) and not self._keep(world, steps):
+            return False
+        self.steps = steps
+        return True
 
     def finish(self, world) -> None:
-        """Keep the final state even when it is not an ``every``-th step."""
-        if self.steps and self.step[-1] != self.steps:
-            self.step.append(self.steps)
-            p = world.particles
-            self.t.append(float(world.t))
-            self.x.append(p.x.astype(self.dtype))
-            self.v.append(p.v.astype(self.dtype))
-            self.energy.append(world.energy())
+        """Keep the final state even when it is not an ``every``-th step; if it cannot be
+        kept (not finite), the steps after the last kept state are dropped too."""
+        if self.count and self.step_no[self.count - 1] == self.steps:
+            return
+        if not self._keep(world, self.steps):
+            self.truncate()
 
-    def _stack(self, rows: list[np.ndarray]) -> np.ndarray:
-        # The particle count is constant for every shipped body; should a tool ever add
-        # particles mid-run, pad with NaN instead of failing at the very end.
-        n = max((r.shape[0] for r in rows), default=0)
-        out = np.full((len(rows), n, 2), np.nan, self.dtype)
-        for k, r in enumerate(rows):
-            out[k, : r.shape[0]] = r
-        return out
+    def truncate(self) -> None:
+        """Forget the steps after the last kept state (the world is not trusted)."""
+        self.steps = int(self.step_no[self.count - 1]) if self.count else 0
 
     def arrays(self) -> dict[str, np.ndarray]:
-        keys = list(self.energy[0]) if self.energy else []
-        data = {"t": np.array(self.t), "h": np.array(self.h), "step": np.array(self.step),
+        k = self.count
+        while k and self.step_no[k - 1] > self.steps:   # kept, then interrupted
+            k -= 1
+        keys = list(self.energy)
+        data = {"t": self.t[:k] if k else np.zeros(0), "h": self.h[:self.steps],
+                "step": self.step_no[:k] if k else np.zeros(0, np.int64),
                 "every": np.array(self.every),
-                "x": self._stack(self.x), "v": self._stack(self.v),
+                "x": self.x[:k] if k else np.zeros((0, 0, 2), self.dtype),
+                "v": self.v[:k] if k else np.zeros((0, 0, 2), self.dtype),
                 "energy_keys": np.array(keys, dtype=str)}
-        for k in keys:
-            data[f"energy_{k}"] = np.array([e.get(k, np.nan) for e in self.energy])
+        for key in keys:
+            data[f"energy_{key}"] = self.energy[key][:k]
         return data
 
 
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())   # a reader never sees half an archive
+def _save_npz(path: Path, arrays: dict[str, np.ndarray], replace: bool = True) -> None:
+    """Compressed, streamed into a temporary file that takes ``path``'s place when
+    complete (a reader never sees half an archive); ``replace`` False never replaces."""
+    from .sim.atomic import atomic_writer
+    with atomic_writer(path, replace=replace) as f:
+        np.savez_compressed(f, **arrays)
+
+
+# --------------------------------------------------------------------------- simulate
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_out(out: Path, inputs: list[Path], force: bool) -> str | None:
+    """Why ``out`` must not be written (one line), or None."""
+    if not out.parent.is_dir():
+        return f"{_show(out.parent)}: no such folder for --out"
+    for src in inputs:
+        if _same_file(out, src) or out.resolve() == src.resolve():
+            return (f"--out {_show(out)} is an input of this run ({_show(src)}); refusing to "
+                    "overwrite it")
+    if os.path.lexists(out):
+        if not force:
+            return f"--out {_show(out)} exists; --force replaces it"
+        mode = os.lstat(out).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) and os.path.isfile(out)):
+            return f"--out {_show(out)} exists and is not a regular file; refusing to replace it"
+    return None
+
+
+def _read_trace(path: Path):
+    """A step trace (``sandbox.sim.timestep.StepTrace``) from a regular file of at most
+    64 MiB; ValueError with one line otherwise."""
+    from .sim.atomic import FileTooLarge, read_bounded
+    from .sim.timestep import StepTrace
+
+    try:
+        text = read_bounded(path, 64 << 20).decode("utf-8")
+    except FileTooLarge:
+        raise ValueError(f"{_show(path)}: larger than 64 MiB; not a step trace") from None
+    except OSError as e:
+        raise ValueError(f"{_show(path)}: cannot read the trace: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{_show(path)}: not a step trace (not UTF-8 text)") from None
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("# verlet-sandbox step trace v1"):
+        raise ValueError(f"{_show(path)}: line 1: expected the header "
+                         "'# verlet-sandbox step trace v1'")
+    frames = []
+    for no, line in enumerate(lines[1:], start=2):
+        try:
+            steps = [float.fromhex(tok) for tok in line.split()]
+        except (ValueError, OverflowError):
+            raise ValueError(f"{_show(path)}: line {no}: expected steps as float.hex "
+                             "numbers") from None
+        if len(steps) > 64 or not all(math.isfinite(h) and 0 < h <= 10.0 for h in steps):
+            raise ValueError(f"{_show(path)}: line {no}: expected at most 64 steps, each "
+                             "> 0 and <= 10 s")
+        frames.append(steps)
+    return StepTrace(frames)
+
+
+def _plan_bound(level, policy, dt: float, frames: int) -> int:
+    """At most how many steps ``frames`` frames of ``dt`` plan (``policy`` has planned
+    the first frame already): the replay trace's, the fixed accumulator's (no more
+    simulated time than real time, at most ``max_steps`` a frame), the first frame's
+    otherwise (a constant frame time plans alike; 1 when it is carried over)."""
+    if policy.name == "replay":
+        return sum(len(f) for f in policy.trace.frames[:frames])
+    if policy.name == "fixed":
+        cap, ratio = level.world.max_steps, dt / level.world.h
+        return frames * cap if ratio >= cap else min(frames * cap, int(frames * ratio) + 2)
+    return frames * max(len(policy.last_plan), 1)
+
+
+def _budget_problem(steps: int, states: int, n: int, itemsize: int, keys: int,
+                    every: int) -> str | None:
+    per_state = n * 2 * 2 * itemsize + 8 * (2 + keys)
+    need = steps * 8 + states * per_state
+    if need <= MEMORY_BUDGET:
+        return None
+    room = MEMORY_BUDGET - steps * 8
+    hint = "fewer --steps"
+    if room > per_state * 2:
+        hint = (f"--every {max(every + 1, math.ceil(steps / (room // per_state - 2)))}"
+                + (", --dtype float32" if itemsize > 4 else "") + " or fewer --steps")
+    return (f"the archive would need {need / 2**20:,.0f} MiB ({steps:,} steps, {states:,} "
+            f"states of {n:,} particles); the budget is {MEMORY_BUDGET >> 20:,} MiB: use "
+            f"{hint}")
+
+
+class _Stopped(Exception):
+    """The run stopped after a whole step, as Ctrl-C asked."""
+
+
+class _Stop:
+    """Ctrl-C during the run: the first stops it after the step under way (then the
+    finished steps are saved), a second one interrupts at once."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self._old = None
+
+    def __enter__(self):
+        try:
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:                  # not the main thread: Ctrl-C as usual
+            self._old = None
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -127,15 +413,37 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     ``args``: ``level``, ``steps``, ``out``, and optional ``integrator``, ``timestep``,
     ``dt`` (frame time, s; default the level's ``h``), ``seed``, ``every`` (keep every
-    K-th step, default 1) and ``dtype`` (of the stored ``x`` and ``v``: float64 or
-    float32). The ``.npz`` holds ``h (k,)`` for every step and, for the ``s`` kept
-    states (step 0, every K-th step and the last), ``step (s,)`` (their step numbers),
-    ``t (s,)``, ``x`` and ``v (s, n, 2)``, ``energy_<key> (s,)`` for every key of
-    ``World.energy()`` (listed in ``energy_keys``); and ``every``, ``level``,
-    ``integrator``, ``timestep``. ``k`` is the number of steps the policy planned; with
-    ``every`` 1, ``s = k + 1``.
+    K-th step, default 1), ``dtype`` (of the stored ``x`` and ``v``: float64 or
+    float32), ``trace`` (the step trace of the replay mode) and ``force`` (replace an
+    existing ``out``). The ``.npz`` holds ``h (k,)`` for every step and, for the ``s``
+    kept states (step 0, every K-th step and the last), ``step (s,)`` (their step
+    numbers), ``t (s,)``, ``x`` and ``v (s, n, 2)``, ``energy_<key> (s,)`` for every key
+    of ``World.energy()`` (listed in ``energy_keys``); and ``every``, ``level``,
+    ``integrator``, ``timestep``. ``k`` is the number of steps taken; with ``every`` 1,
+    ``s = k + 1``. Every number in it is finite.
     """
-    from .levels import build_world, make_policy_for
+    _streams()
+    try:
+        prepare_numba()
+        return _simulate(args)
+    except KeyboardInterrupt:
+        return _error("interrupted; nothing written", _INTERRUPTED)
+    except MemoryError:
+        return _error("out of memory; nothing written (a smaller run: fewer --steps, "
+                      "--every K, --dtype float32)", 2)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from .levels import (
+        LevelError,
+        build_world,
+        find_level,
+        load_level,
+        make_policy_for,
+        with_world,
+    )
+    from .sim.integrators import INTEGRATORS
+    from .sim.timestep import TIMESTEPS, ReplayStep
     from .sim.world import SimulationDiverged
 
     if args.steps < 0:
@@ -154,6 +462,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         if value is not None and value not in registry:
             return _error(f"{flag}: unknown name {value!r}; expected one of: "
                           f"{', '.join(registry)}", 2)
+    trace_path = getattr(args, "trace", None)
+    force = bool(getattr(args, "force", False))
     try:
         path = find_level(args.level)
         level = load_level(path)
@@ -165,50 +475,113 @@ def run_simulate(args: argparse.Namespace) -> int:
     except LevelError as e:
         print(e, file=sys.stderr)
         return 2
+    replay = level.world.timestep == "replay"
+    if replay and trace_path is None:
+        return _error("the replay timestep mode plays a recorded step trace: give it with "
+                      "--trace FILE", 2)
+    if trace_path is not None and not replay:
+        return _error("--trace FILE is the step trace of --timestep replay; this run's mode "
+                      f"is {level.world.timestep}", 2)
     out = Path(args.out)
-    if not out.parent.is_dir():
-        return _error(f"{out.parent}: no such folder for --out", 2)
+    inputs = [Path(path)] + ([Path(trace_path)] if trace_path is not None else [])
+    if problem := _check_out(out, inputs, force):
+        return _error(problem, 2)
+    trace = None
+    if replay:
+        try:
+            trace = _read_trace(Path(trace_path))
+        except ValueError as e:
+            return _error(str(e), 2)
 
-    world = build_world(level)
-    policy = make_policy_for(level)
+    def new_policy():
+        return ReplayStep(trace) if replay else make_policy_for(level)
+
     dt = level.world.h if args.dt is None else args.dt
-    rec = _Recorder(every, store)
-    rec.sample(world)
+    probe = new_policy()
+    try:
+        probe.plan(dt)                      # a fresh policy: the same first frame
+    except (ArithmeticError, ValueError, MemoryError) as e:
+        return _error(f"--dt {dt!r}: the {level.world.timestep} timestep policy cannot plan "
+                      f"a frame this long ({type(e).__name__}: {e})", 2)
+    try:
+        world = build_world(level)
+    except LevelError as e:
+        print(LevelError(path, e.errors), file=sys.stderr)
+        return 2
+    steps_bound = _plan_bound(level, probe, dt, args.steps)
+    states_bound = min(steps_bound, steps_bound // every + 1) + 1
+    keys = len(world.energy())
+    if problem := _budget_problem(steps_bound, states_bound, world.n,
+                                  np.dtype(store).itemsize, keys, every):
+        return _error(problem, 2)
+    rec = _Recorder(every, store, steps=steps_bound, states=states_bound)
+    if not rec.sample(world):
+        return _error(f"{_show(path)}: the level starts with a {rec.broken}; nothing to "
+                      "simulate", 2)
+    policy = new_policy()
     frames = range(args.steps)
     if sys.stderr.isatty():
         from tqdm import tqdm
-        frames = tqdm(frames, desc=path.stem, unit="frame", leave=False)
-    code = 0
-    try:
-        for _ in frames:
-            for h in policy.plan(dt):
-                world.step(h)
-                rec.sample(world, h)
-    except SimulationDiverged as e:
-        print(f"error: {e} (kept the {len(rec.h)} steps before it)", file=sys.stderr)
-        code = 3
-    finally:
-        if hasattr(frames, "close"):
-            frames.close()
-    rec.finish(world)
-    data = rec.arrays()
-    data.update(level=np.array(str(path)), integrator=np.array(level.world.integrator),
-                timestep=np.array(level.world.timestep))
-    try:
-        _save_npz(out, data)
-    except OSError as e:
-        return _error(f"cannot write {out}: {e.strerror or e}", 2)
-    kept = f", {len(rec.t)} states kept (every {every})" if every > 1 else ""
-    print(f"wrote {out}: {len(rec.h)} steps{kept}, {world.n} particles, t = {world.t:.4f} s, "
-          f"{out.stat().st_size / 1e6:.1f} MB")
-    return code
+        frames = tqdm(frames, desc=_show(path.stem), unit="frame", leave=False)
+    code, why = 0, ""
+    with _Stop() as stop:
+        try:
+            for _ in frames:
+                for h in policy.plan(dt):
+                    world.step(h)
+                    if not rec.sample(world, h):
+                        raise SimulationDiverged(world.t, world.integrator.name, h,
+                                                 rec.broken or "non-finite state")
+                    if stop.asked:
+                        raise _Stopped
+        except SimulationDiverged as e:
+            code, why = 3, str(e)
+            rec.finish(world)               # a diverged world was restored: finite
+        except _Stopped:
+            code, why = _INTERRUPTED, f"interrupted at t = {world.t:.4f} s"
+            rec.finish(world)               # after a whole step: the world is whole
+        except KeyboardInterrupt:           # a second Ctrl-C, maybe inside a step
+            code, why = _INTERRUPTED, f"interrupted at t = {float(rec.t[rec.count - 1]):.4f} s"
+            rec.truncate()
+        else:
+            rec.finish(world)
+        finally:
+            if hasattr(frames, "close"):
+                frames.close()
+        data = rec.arrays()
+        data.update(level=np.array(str(path)), integrator=np.array(level.world.integrator),
+                    timestep=np.array(level.world.timestep))
+        try:
+            _save_npz(out, data, replace=force)
+        except FileExistsError:
+            return _error(f"--out {_show(out)} appeared while the run went on; it was kept, "
+                          "nothing written (--force replaces it)", 2)
+        except OSError as e:
+            return _error(f"cannot write {_show(out)}: {e.strerror or e}", 2)
+        except KeyboardInterrupt:
+            return _error(f"{why or 'interrupted'}; interrupted again while writing "
+                          f"{_show(out)}: nothing written", _INTERRUPTED)
+    kept = f", {rec.count} states kept (every {every})" if every > 1 else ""
+    wrote = (f"wrote {_show(out)}: {rec.steps} steps{kept}, {world.n} particles, "
+             f"t = {float(data['t'][-1]) if rec.count else 0.0:.4f} s, "
+             f"{out.stat().st_size / 1e6:.1f} MB")
+    if code == 3:
+        return _error(f"{why}; kept the {rec.steps} steps before it: {wrote}", 3)
+    if code == _INTERRUPTED:
+        return _error(f"{why}; kept the {rec.steps} finished steps: {wrote}", _INTERRUPTED)
+    print(wrote)
+    return 0
 
+
+# --------------------------------------------------------------------------- replay
 
 def run_replay(args: argparse.Namespace) -> int:
     """``replay FILE --headless [--out OUT.npz]``: rebuild the recorded level, apply the
     recorded inputs before the recorded steps, print the final state hash and whether it
     is the recorded one (exit 0) or not (exit 1). A file that cannot be used is one
     error line and exit 1; nothing runs."""
+    _streams()
+    prepare_numba()
     from .replay import ReplayError, load, play
 
     try:
@@ -216,8 +589,8 @@ def run_replay(args: argparse.Namespace) -> int:
     except ReplayError as e:
         return _error(str(e), 1)
     out = Path(args.out) if args.out else None
-    if out is not None and not out.parent.is_dir():
-        return _error(f"{out.parent}: no such folder for --out", 1)
+    if out is not None and (problem := _check_out(out, [Path(args.file)], force=True)):
+        return _error(problem, 1)
     rec = _Recorder() if out is not None else None
     world = play(rep, on_step=rec.sample if rec is not None else None)
     digest = world.state_hash()
@@ -228,8 +601,8 @@ def run_replay(args: argparse.Namespace) -> int:
         try:
             _save_npz(out, data)
         except OSError as e:
-            return _error(f"cannot write {out}: {e.strerror or e}", 1)
-        print(f"wrote {out}: {len(rec.h)} steps")
+            return _error(f"cannot write {_show(out)}: {e.strerror or e}", 1)
+        print(f"wrote {_show(out)}: {rec.steps} steps")
     steps = sum(len(f) for f in rep.frames)
     print(f"replayed {len(rep.frames)} frames, {steps} steps; state hash {digest} "
           + ("(the recorded one: bit for bit)" if same else
