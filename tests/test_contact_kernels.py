@@ -135,6 +135,16 @@ def _every_shape(dtype="float64", integrator="tcv_corrected") -> World:
     return w
 
 
+def _soft_blob(dtype="float64", integrator="tcv_corrected") -> World:
+    """The benchmark's soft blob, smaller: a 6 x 6 lattice of compliant links resting on
+    the bounds' floor (links and walls only), restitution and friction, 20 substeps."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=20, iterations=1,
+                          bounds=(-2.0, -1.0, 2.0, 3.0), restitution=0.3, friction=0.5))
+    B.BUILDERS["soft_blob"](w, center=(0.0, -0.6), cols=6, rows=6, spacing=0.1, mass=0.05,
+                            radius=0.04, compliance=1e-5)
+    return w
+
+
 def _many_shapes(dtype="float64", integrator="tcv_corrected") -> World:
     """Enough particles times shapes (430 x 70) for the grid broad phase, not brute
     force, with a long floor and pegs of every type."""
@@ -200,6 +210,46 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
     assert w.n * len(w.colliders) > C.BRUTE_PAIRS                 # the grid, not brute force
     ref, got = _both(_many_shapes, 40, dtype=dtype)
     _assert_same(ref, got)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob],
+                         ids=lambda f: f.__name__)
+def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
+    """``Colliders.frame`` (a whole frame in ``contact_kernels.frame``) against the
+    compiled kernels called substep by substep from Python (``World.compile_frames``
+    off): the same bits, Verlet list carried across frames included. The frame runs
+    (counted), and the substep path never calls it."""
+    calls = []
+    real = ck.frame
+    monkeypatch.setattr(ck, "frame", lambda *a: calls.append(1) or real(*a))
+    out = []
+    for compiled in (False, True):
+        monkeypatch.setattr(World, "compile_frames", compiled)
+        w = build(dtype)
+        w.start(FRAME)
+        for _ in range(40):
+            w.step(FRAME)
+        out.append(w)
+        assert len(calls) == (40 if compiled else 0)
+    _assert_same(*out)
+
+
+def test_a_cached_frame_runs_in_a_fresh_process():
+    """``contact_kernels.frame`` is serial and calls the links' parallel sweep: loaded
+    from the disk cache into a process where no parallel kernel had run, it jumped to
+    address 0 (a segfault on every run after the one that compiled it).
+    ``launch_threads`` prevents it. A fresh process loads the frame the test above
+    compiled and cached, and finishes its frames."""
+    import os
+    import subprocess
+    import sys
+    code = ("from tests.test_contact_kernels import _soft_blob; w = _soft_blob('float64'); "
+            "w.start(1/60); [w.step(1/60) for _ in range(3)]; print('ok')")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------- one stage at a time

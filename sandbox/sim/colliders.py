@@ -935,6 +935,7 @@ class Colliders:
         self._specs: list[dict] | None = None
         self._pair_list: _PairList | None = None
         self._table: tuple | None = None
+        self._frame_args: tuple | None = None   # what Colliders.frame keeps between frames
         #: "auto" (the compiled kernels of :mod:`contact_kernels` when numba is installed),
         #: "numba" (compiled) or "numpy" (the reference, vectorised over the contacts)
         self.backend = "auto"
@@ -1142,6 +1143,65 @@ class Colliders:
             return None
         return _FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
                              touched, nrm, depth, spent, stuck, pairs, e, mu)
+
+
+    def frame(self, p, a, config, exclude, links, lam, zero_lam: bool, coefficients,
+              h: float) -> bool | None:
+        """A whole frame of a Verlet-family world with contacts in one compiled call
+        (``contact_kernels.frame``): ``len(coefficients[0])`` substeps of ``h``, the
+        integrator's per-substep ``(r, ca, c1, c2)`` (``frame_coefficients``), the
+        links' ``kernel_args`` without their thread setting (``links``, or None) and
+        their multipliers ``lam``. Returns whether the new positions ended up in
+        ``p.x_prev``'s array (the caller swaps the two), or None when the state is not
+        one the kernels take (nothing done). The Verlet list carries over both ways.
+
+        Everything that stays from frame to frame (the tables, the materials, the
+        scratch) is assembled once: a frame of a small scene costs less than the
+        Python around it would otherwise."""
+        x, w, r = p.x, p.inv_mass, p.radius
+        if not self.compiled(p, p.x_prev):
+            return None
+        dtype = x.dtype
+        fixed = self._frame_args
+        table = self._table[1] if self._table is not None else None
+        if fixed is None or not (fixed[0][0] == config and fixed[0][1] == x.shape
+                                 and fixed[0][2] == dtype and fixed[0][3] is r
+                                 and fixed[0][4] is exclude and fixed[0][5] is table):
+            t = self.tables(config.bounds)
+            scratch = (np.empty_like(x), np.zeros(x.shape))
+            sweeps = int(config.iterations)
+            fixed = self._frame_args = ((config, x.shape, dtype, r, exclude, t), scratch, (
+                max(sweeps, 1), sweeps), (*t.begin_args, float(config.restitution),
+                float(config.friction), float(np.finfo(dtype).eps), SKIN, TOUCH, MARGIN,
+                BRUTE_PAIRS, ShapeGrid.MAX_CELLS, bool(config.collide_particles),
+                _NO_KEYS if exclude is None else exclude),
+                max(float(r.max(initial=0.0)), MARGIN),
+                2.0 * math.hypot(*config.gravity))
+        _, scratch, passes, shapes, new_skin, g = fixed
+        rc, ca, c1s, c2s = coefficients
+        if links is None:
+            z = np.zeros(0, np.int64)
+            links = (z, z, np.zeros(0, dtype), np.zeros(0, dtype), np.zeros(0, np.int8),
+                     np.zeros((0, 6), np.int64), np.zeros(1, np.int64))
+            lam = np.zeros(0, dtype)
+        L = self._pair_list
+        valid = (config.collide_particles and L is not None and L.key[0] == x.shape[0]
+                 and L.key[1] is r and L.key[2] is exclude)
+        if valid:
+            state = (L.i, L.j, L.a, L.b, L.nodes, L.reach, L.x_ref, L.skin)
+        else:
+            z = np.zeros(0, np.int64)
+            state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), dtype), 0.0)
+        ck.launch_threads()
+        swapped, valid, *lst, x_ref, skin = ck.frame(
+            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s, h, g * h, *passes,
+            bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
+            *shapes, valid, *state, new_skin)
+        if valid:
+            i, j, a_, b_, nodes, reach = lst
+            self._pair_list = _PairList((x.shape[0], r, exclude), x_ref, float(skin), i, j,
+                                        a_, b_, nodes, reach)
+        return bool(swapped)
 
 
 # ----------------------------------------------------------------------------- contacts

@@ -45,6 +45,11 @@ import numpy as np
 from . import backend
 from .backend import INSTALLED, njit
 
+if INSTALLED:
+    from .kernels import _project_batches
+    from .kernels import add_scaled_difference as _add_scaled_difference
+    from .kernels import verlet_step as _verlet_step
+
 
 def __getattr__(name):
     # ``AVAILABLE``: the compiled kernels may run now (``backend.usable``): False while
@@ -549,24 +554,26 @@ if INSTALLED:
         touch = s100 if s100 > touch_min else touch_min
         marg = _as(x1, margin)
         cell_f = _as(x1, cell)
-        disp = np.empty(n, x1.dtype)
+        disp = np.empty(n if nshapes else 0, x1.dtype)
         movable = 0
-        for q in range(n):
+        for q in range(n if nshapes else 0):     # without shapes only walls need it
             ddx = x1[q, 0] - x0[q, 0]
             ddy = x1[q, 1] - x0[q, 1]
             disp[q] = math.sqrt(ddx * ddx + ddy * ddy)
             if w[q] > 0:
                 movable += 1
         brute = movable * nshapes <= brute_pairs
-        cap = max(4 * n, 64)            # no regrowing in the loop (see the module docstring)
+        cap = max(4 * n, 64) if nshapes else 0  # no regrowing in the loop (module docstring)
         while True:
             cp = np.empty(cap, np.int64)
             cg = np.empty(cap, np.int64)
             gap = np.empty(cap)
-            m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm,
-                             pedge, bverts, bnorm, bedge, keys, sids, cell_f, origin, dims,
-                             brute, max_cells,
-                             _as(x1, 0.5), _as(x1, 1.5), _as(x1, margin), cp, cg, gap)
+            m = 0
+            if nshapes:
+                m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts,
+                                 pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell_f,
+                                 origin, dims, brute, max_cells, _as(x1, 0.5), _as(x1, 1.5),
+                                 _as(x1, margin), cp, cg, gap)
             if m >= 0:
                 break
             cap *= 4
@@ -581,50 +588,90 @@ if INSTALLED:
             kd = kinds[cg[c]]
             order[start[kd]] = c
             start[kd] += 1
-        # Room for the walls, which go after the shapes (tested after the sweep).
-        C_max = m + n * nwalls
-        out_p = np.empty(C_max, np.int64)
-        out_g = np.empty(C_max, np.int64)
+        out_p = np.empty(m, np.int64)
+        out_g = np.empty(m, np.int64)
         gap_o = np.empty(m)
         for k in range(m):
             out_p[k] = cp[order[k]]
             out_g[k] = cg[order[k]]
             gap_o[k] = gap[order[k]]
-        ref = np.zeros(C_max)
+        ref_s = np.zeros(m)
         for c in range(m):
             g = out_g[c]
             if kinds[g] == SEGMENT:
                 q = out_p[c]
-                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
-        touched = np.zeros(C_max, np.bool_)
-        stuck = np.zeros(C_max, np.bool_)
-        depth = np.zeros(C_max)
-        spent = np.zeros(C_max)
-        nrm = np.zeros((C_max, 2))
-        _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref, m, mu_def, kinds, rows,
-             geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
-             stuck)
+                ref_s[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
+                                 geo[g, 3])
+        touched_s = np.zeros(m, np.bool_)
+        stuck_s = np.zeros(m, np.bool_)
+        depth_s = np.zeros(m)
+        spent_s = np.zeros(m)
+        nrm_s = np.zeros((m, 2))
+        if m:
+            _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref_s, m, mu_def, kinds,
+                 rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched_s, nrm_s,
+                 depth_s, spent_s, stuck_s)
         # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep.
-        nw = m
+        wq = np.empty(n * nwalls, np.int64)
+        wg = np.empty(n * nwalls, np.int64)
+        nw = 0
+        two = _as(x1, 2.0)
         for q in range(n if nwalls else 0):
-            if w[q] > 0:
-                lim = r[q] + disp[q] + marg
-                for k in range(nwalls):
-                    g = nshapes + k
-                    if (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2] < lim:
-                        out_p[nw] = q
-                        out_g[nw] = g
-                        nw += 1
-        C = nw
+            if not w[q] > 0:
+                continue
+            rq = r[q]
+            near = rq + marg
+            for k in range(nwalls):
+                g = nshapes + k
+                dw = (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2]
+                if nshapes:
+                    hit = dw < rq + disp[q] + marg
+                elif dw < near:                 # disp >= 0: below the limit anyway
+                    hit = True
+                else:
+                    # The exact test needs disp, the path's length: a square root, only
+                    # for walls within 2 (|dx| + |dy|) >= disp of the limit.
+                    ddx = x1[q, 0] - x0[q, 0]
+                    ddy = x1[q, 1] - x0[q, 1]
+                    if dw >= (rq + (abs(ddx) + abs(ddy)) * two) + marg:
+                        hit = False
+                    else:
+                        hit = dw < rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
+                if hit:
+                    wq[nw] = q
+                    wg[nw] = g
+                    nw += 1
+        C = m + nw
+        if nw:
+            c_p = np.empty(C, np.int64)
+            c_g = np.empty(C, np.int64)
+            c_p[:m] = out_p
+            c_g[:m] = out_g
+            c_p[m:] = wq[:nw]
+            c_g[m:] = wg[:nw]
+            ref = np.zeros(C)
+            ref[:m] = ref_s
+            touched = np.zeros(C, np.bool_)
+            touched[:m] = touched_s
+            stuck = np.zeros(C, np.bool_)
+            stuck[:m] = stuck_s
+            depth = np.zeros(C)
+            depth[:m] = depth_s
+            spent = np.zeros(C)
+            spent[:m] = spent_s
+            nrm = np.zeros((C, 2))
+            nrm[:m] = nrm_s
+        else:
+            c_p, c_g, ref, touched, stuck = out_p, out_g, ref_s, touched_s, stuck_s
+            depth, spent, nrm = depth_s, spent_s, nrm_s
         # Materials (NaN: the world's).
         e = np.empty(C)
         mu = np.empty(C)
         for c in range(C):
-            g = out_g[c]
+            g = c_g[c]
             e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
             mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
-        return (out_p[:C], out_g[:C], e, mu, ref[:C], touched[:C], nrm[:C], depth[:C],
-                spent[:C], stuck[:C], skin, touch)
+        return c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch
 
     @_jit
     def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
@@ -1242,9 +1289,10 @@ if INSTALLED:
             if size[s] > change:
                 change = size[s]
         for mm in range(nodes.size):
-            p = nodes[mm]
-            v[p, 0] += da[mm, 0] + db[mm, 0]
-            v[p, 1] += da[mm, 1] + db[mm, 1]
+            if count[mm]:   # others gain exactly 0 (and are not in contact: not filled)
+                p = nodes[mm]
+                v[p, 0] += da[mm, 0] + db[mm, 0]
+                v[p, 1] += da[mm, 1] + db[mm, 1]
         return change
 
     @_jit
@@ -1325,11 +1373,32 @@ if INSTALLED:
                 na += 1
         if not active and not na:
             return False
+        # The particles in contact (pinned ends of pairs included: the sweeps read them);
+        # only their rows of the velocity views are ever read, so only they are filled.
+        seen = np.zeros(n, np.bool_)
+        rowlist = np.empty(C + 2 * na, np.int64)
+        nr = 0
+        for c in range(C):
+            q = cp[c]
+            if cact[c] and not seen[q]:
+                seen[q] = True
+                rowlist[nr] = q
+                nr += 1
+        for s in range(na):
+            for q in (ai[s], aj[s]):
+                if not seen[q]:
+                    seen[q] = True
+                    rowlist[nr] = q
+                    nr += 1
         # The two views: v_pos (what the positions say) and v_pre (without dx).
         h_f = _as(x, h)
         v_pos = np.empty_like(x)
         v_pre = np.empty((n, 2))
-        for q in range(n):
+        v_imp = np.empty((n, 2))
+        bounced = np.empty(n, np.bool_)
+        top = 0.0
+        for t in range(nr):
+            q = rowlist[t]
             for k in range(2):
                 if position_based:
                     v_pos[q, k] = (x[q, k] - x0[q, k]) / h_f
@@ -1337,17 +1406,9 @@ if INSTALLED:
                 else:
                     v_pos[q, k] = v[q, k]
                     v_pre[q, k] = v_pos[q, k] - gain * dx[q, k]
-        rows_ = np.zeros(n, np.bool_)
-        for c in range(C):
-            if cact[c]:
-                rows_[cp[c]] = True
-        for s in range(na):
-            rows_[ai[s]] = True
-            rows_[aj[s]] = True
-        top = 0.0
-        for q in range(n):
-            rows_[q] = rows_[q] and w[q] > 0
-            if rows_[q]:
+                v_imp[q, k] = v_pre[q, k]
+            bounced[q] = False
+            if w[q] > 0:
                 top = _max(top, abs(v_pre[q, 0]))
                 top = _max(top, abs(v_pre[q, 1]))
         tol = 1e-9 * (1.0 + top)
@@ -1379,8 +1440,6 @@ if INSTALLED:
         db = np.empty((M, 2))
         used = np.zeros(C)
         aused = np.zeros(na)
-        bounced = np.zeros(n, np.bool_)
-        v_imp = v_pre.copy()
         pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
                  afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, scratch, live, count,
                  da, db)
@@ -1397,8 +1456,9 @@ if INSTALLED:
             if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
                                cny, e, mu, used, pairs) <= tol:
                 break
-        for q in range(n):
-            if not rows_[q]:
+        for t in range(nr):
+            q = rowlist[t]
+            if not w[q] > 0:
                 continue
             if bounced[q]:
                 vx = v_imp[q, 0]
@@ -1412,5 +1472,102 @@ if INSTALLED:
             v[q, 0] = vx
             v[q, 1] = vy
         return True
+
+    @_jit
+    def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iterations,
+              sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+              zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
+              bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min,
+              touch_min, margin, brute_pairs, max_cells, collide, exclude, valid, pi, pj,
+              pa, pb, nodes, reach, x_ref, pskin, new_skin):  # pragma: no cover - compiled
+        """A whole frame of ``rc.size`` substeps of a Verlet-family world with contacts
+        (and links), gravity its only force: what ``World._substep`` does, substep by
+        substep, in one call. The same operations in the same order, so the same bits
+        (tested against the substep path), without a dozen Python calls a substep.
+
+        Per substep ``s``: ``v_old = v``; the position step over ``x_prev``
+        (``kernels.verlet_step`` with ``c1 = 0``: the velocity "later") and the two
+        buffers swap roles; ``begin``; the Verlet list checked (``max_moved2`` against
+        half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
+        ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
+        ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
+        (``links``: one thread) and the contacts' ``project``; ``v += (x - x_prev) c1``
+        (``add_scaled_difference``); ``finish`` (position based, ``sweeps``).
+
+        Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
+        swaps the two) and the Verlet list as it stands: ``valid, pi, pj, pa, pb,
+        nodes, reach, x_ref, pskin``.
+        """
+        n = x.shape[0]
+        X = x
+        PX = x_prev
+        zero = c1s[0] - c1s[0]
+        steps = rc.size
+        z = np.zeros(0, np.int64)
+        zr = np.zeros(0, r.dtype)
+        for s in range(steps):
+            for k in range(n):
+                v_old[k, 0] = v[k, 0]
+                v_old[k, 1] = v[k, 1]
+            _verlet_step(X, PX, a, rc[s], ca[s], zero, c2s[s], v)
+            X, PX = PX, X
+            dx[:] = 0.0
+            (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, skin,
+             touch) = begin(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
+                            pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
+                            dims, e_def, mu_def, eps, skin_min, touch_min, margin,
+                            brute_pairs, max_cells)
+            use = False
+            if collide:
+                if not (valid and max_moved2(X, x_ref) < (0.5 * pskin) ** 2):
+                    pi, pj, pa, pb, nodes, reach = pair_list(X, r, new_skin, exclude)
+                    x_ref = X.copy()
+                    pskin = new_skin
+                    valid = True
+                use = pi.size > 0 and any_moving(pi, pj, w)
+            if use:
+                qi, qj, qa, qb, qn, qr = pi, pj, pa, pb, nodes, reach
+            else:
+                qi, qj, qa, qb, qn, qr = z, z, z, z, z, zr
+            have = cp.size > 0 or use
+            P = qi.size
+            pdepth = np.zeros(P)
+            ptouched = np.zeros(P, np.bool_)
+            pstuck = np.zeros(P, np.bool_)
+            if zero_lam:
+                lam[:] = 0
+            for _ in range(iterations):
+                if links:
+                    _project_batches(X, w, ci, cj, rest, compliance, kind, plan, offsets,
+                                     inv_h2, lam, 2**62)
+                if have:
+                    project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
+                            nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                            bnorm, bedge, qi, qj, qa, qb, qn, qr, mu_def, pdepth, ptouched,
+                            pstuck)
+            _add_scaled_difference(v, X, PX, c1s[s])
+            if have:
+                finish(X, PX, v, PX, w, r, dx, v_old, True, 0.0, h, v_th, touch, sweeps, cp,
+                       cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
+                       pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa, qb, qn, qr,
+                       e_def, mu_def, ptouched, pstuck)
+        return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
+
+    _threads = []
+
+    def launch_threads() -> None:
+        """Dispatch the links' sweep (``kernels._project_batches``, ``parallel=True``)
+        once from Python before the first :func:`frame`. ``frame`` is a serial kernel
+        that calls it: loaded from numba's disk cache into a process where no parallel
+        kernel has run yet, the threading layer's entry points it calls are unresolved
+        and the call jumps to address 0 (a segfault on the second run, the first that
+        loads the cache). Dispatching a parallel kernel resolves them."""
+        if not _threads:
+            z = np.zeros(0, np.int64)
+            _project_batches(np.zeros((0, 2)), np.zeros(0), z, z, np.zeros(0), np.zeros(0),
+                             np.zeros(0, np.int8), np.zeros((0, 6), np.int64),
+                             np.zeros(1, np.int64), 1.0, np.zeros(0), 2**62)
+            _threads.append(True)
 else:  # pragma: no cover
-    begin = pair_list = max_moved2 = any_moving = project = finish = None
+    begin = pair_list = max_moved2 = any_moving = project = finish = frame = None
+    launch_threads = None

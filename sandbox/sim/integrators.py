@@ -198,6 +198,9 @@ class _PositionVerlet(Integrator):
 
     #: "auto" runs the compiled one-pass kernel for float (n, 2) states and scalar steps.
     backend: ClassVar[str] = "auto"
+    #: frame_coefficients' results by (class, h, h_old, n, dtype): nobody writes into
+    #: these arrays.
+    _frames: ClassVar[dict] = {}
     #: ``step(..., velocity="later")`` + ``finish_velocity`` replaces ``fold``.
     defers_velocity: ClassVar[bool] = True
 
@@ -257,6 +260,27 @@ class _PositionVerlet(Integrator):
         """``(c1, c2)`` of the three-point velocity ``v = fwd * c1 - back * c2``: the
         step, ``finish_velocity`` and a world's compiled frame all take them from here."""
         return 1.0 / h + 1.0 / (h + h_old), h / (h_old * (h + h_old))
+
+    def frame_coefficients(self, h, h_old, n, dtype):
+        """``(r, ca, c1, c2)``, arrays of ``n`` in ``dtype``: the coefficients of the
+        position step (:meth:`_coefficients`) and of the velocity
+        (:meth:`velocity_coefficients`) of ``n`` substeps of ``h``, the first after a
+        step of ``h_old``, as :meth:`step` and :meth:`finish_velocity` take them substep
+        by substep. A world's compiled frames run the integrator with these."""
+        key = (type(self), h, h_old, n, np.dtype(dtype).str)
+        cache = self._frames
+        out = cache.get(key)
+        if out is None:                 # a fixed step asks for the same ones every frame
+            f = np.dtype(dtype).type
+            olds = [h_old] + [h] * (n - 1)
+            pos = [self._coefficients(h, ho) for ho in olds]
+            vel = [self.velocity_coefficients(h, ho) for ho in olds]
+            out = tuple(np.array([f(c[k]) for c in cs], dtype)
+                        for cs, k in ((pos, 0), (pos, 1), (vel, 0), (vel, 1)))
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = out
+        return out
 
     def finish_velocity(self, s, h, h_old):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``

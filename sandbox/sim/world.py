@@ -339,42 +339,47 @@ class World:
     compile_frames = True
 
     def _frame_compiled(self, hs: float, n: int) -> bool:
-        """Run the frame's ``n`` substeps in ``kernels.verlet_frame`` if this world is
-        the common case it covers: a Verlet-family integrator, constraints, gravity as
-        the only force, no contacts. Returns False (nothing done) otherwise.
+        """Run the frame's ``n`` substeps in one compiled call if this world is the
+        common case it covers: a Verlet-family integrator, gravity as the only force,
+        no hand; links only (``kernels.verlet_frame``) or contacts with or without
+        links (``Colliders.frame``). Returns False (nothing done) otherwise.
 
         The substeps of a 1,000-link rope cost ~30 us each in Python calls, five times
         pymunk's whole step; the compiled frame performs the same operations.
         """
         p, cfg, integ = self.particles, self.config, self.integrator
+        contacts = self._has_contacts
         if not (self.compile_frames and kernels.AVAILABLE and integ.defers_velocity
-                and integ.backend != "numpy" and len(self.constraints)
-                and not self._has_contacts and self._gravity_only and self.mouse is None
-                and self.ledger is None):
+                and integ.backend != "numpy" and (len(self.constraints) or contacts)
+                and self._gravity_only and self.mouse is None and self.ledger is None):
             return False
         x = p.x
-        args = self.constraints.kernel_args(x, p.inv_mass)
-        if args is None:
+        args = self.constraints.kernel_args(x, p.inv_mass) if len(self.constraints) else None
+        if args is None and (len(self.constraints) or not contacts):
             return False
         a = self._uniform_accel(x)
         if not (x.flags.c_contiguous and x.dtype == a.dtype == p.v.dtype
                 and can_overwrite(p.x_prev, x) and can_overwrite(p.v, x, p.x_prev)):
             return False
-        *arrays, min_parallel = args
         f = x.dtype.type
-        h_old = p.h_prev
-        olds = [h_old] + [hs] * (n - 1)              # each substep's previous step
-        coef = [integ._coefficients(hs, ho) for ho in olds]
-        r = np.array([f(c[0]) for c in coef], x.dtype)
-        ca = np.array([f(c[1]) for c in coef], x.dtype)
-        c1, c2 = (f(c) for c in integ.velocity_coefficients(hs, olds[-1]))
-        kin = np.zeros(0, np.int64)                   # no kinematic rows: the mouse is a
-        kin_x = np.zeros((0, 2), x.dtype)             # spring, solved on the substep path
+        coef = integ.frame_coefficients(hs, p.h_prev, n, x.dtype)
         lam = self._multipliers()
-        swapped = kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
-                                       f(1.0 / (hs * hs)), lam, self.constraints.compliant,
-                                       max(cfg.iterations, 1), r, ca, c1, c2, kin, kin_x,
-                                       min_parallel)
+        if contacts:
+            swapped = self.colliders.frame(p, a, cfg, self._exclude_pairs(),
+                                           args and args[:-1], lam,
+                                           self.constraints.compliant, coef, hs)
+            if swapped is None:
+                return False
+        else:
+            *arrays, min_parallel = args
+            r, ca, c1, c2 = coef
+            kin = np.zeros(0, np.int64)               # no kinematic rows: the mouse is a
+            kin_x = np.zeros((0, 2), x.dtype)         # spring, solved on the substep path
+            swapped = kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
+                                           f(1.0 / (hs * hs)), lam,
+                                           self.constraints.compliant,
+                                           max(cfg.iterations, 1), r, ca, c1[-1], c2[-1],
+                                           kin, kin_x, min_parallel)
         if swapped:
             p.x, p.x_prev = p.x_prev, p.x
         p.a, p.a_valid, p.h_prev = a, False, hs
