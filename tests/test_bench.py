@@ -158,7 +158,7 @@ def test_quick_only_writes_json_and_csv_with_the_expected_columns(tmp_path):
     r = subprocess.run([sys.executable, "main.py", "bench", "--quick", "--only", "cloth50",
                         "--json", str(out_json), "--csv", str(out_csv),
                         "--results-dir", str(res)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "cloth50" in r.stdout and "targets" in r.stdout
     report = json.loads(out_json.read_text())
