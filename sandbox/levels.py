@@ -470,8 +470,8 @@ class Links(_Spec):
     order (the first body's particles are 0, 1, ...): build mode's link tool."""
 
     type: Literal["links"] = "links"
-    pairs: Annotated[list[Annotated[tuple[Annotated[Int, Field(ge=0)],
-                                          Annotated[Int, Field(ge=0)]],
+    pairs: Annotated[list[Annotated[tuple[Annotated[Int, Field(ge=0, lt=MAX_PARTICLES)],
+                                          Annotated[Int, Field(ge=0, lt=MAX_PARTICLES)]],
                                     _length(2, "2 particle indices [i, j]")]],
                      Field(min_length=1, max_length=15_000)] = Field(
         description="[i, j] particle index pairs")
@@ -1122,7 +1122,7 @@ def build_world(level: Level) -> World:
     for k, body in enumerate(level.bodies):
         try:
             BUILDERS[body.type](world, **body.model_dump(exclude={"type"}))
-        except ValueError as e:                 # what only building can tell (links)
+        except (ValueError, ArithmeticError) as e:  # what only building can tell (links)
             raise LevelError(level.name or "level", [f"bodies[{k}] ({body.type}): {e}"]) \
                 from None
     for shape in level.shapes:
@@ -1149,7 +1149,8 @@ def _check_built(world: World, level: Level) -> None:
         for what, a in (("position", p.x), ("velocity", p.v), ("previous position",
                         p.x_prev), ("acceleration", p.a), ("mass", p.mass),
                         ("inverse mass", p.inv_mass), ("radius", p.radius)):
-            bad = np.flatnonzero(~np.isfinite(a.reshape(len(a), -1)).all(axis=1))
+            finite = np.isfinite(a)
+            bad = np.flatnonzero(~(finite.all(axis=1) if a.ndim > 1 else finite))
             if bad.size:
                 k = next((k for k, b in enumerate(world.bodies) if bad[0] in b.particles), 0)
                 raise LevelError(name, [
