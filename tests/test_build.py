@@ -204,3 +204,17 @@ def test_a_link_to_nothing_is_explained(app):
     app.do("set_tool", "link")
     drag(app, (5.0, 5.0), (6.0, 5.0))              # no particles there
     assert app.messages[-1][2] and "from one particle to another" in app.messages[-1][0]
+
+
+def test_a_level_the_loader_would_refuse_is_explained_not_written(tmp_path):
+    """An empty room is not a level (the loader refuses it): saving says so and writes
+    nothing."""
+    import sandbox.sim.builders  # noqa: F401 - the world below is built in code
+    from sandbox.app.session import scene_from_world
+    from sandbox.sim.world import World
+
+    a = ev.window_app(scene_from_world(World(), h=H), tmp_path, SIZE)
+    a.do("toggle_build")
+    a.do("save_level", "empty")
+    assert a.messages[-1][2] and "empty" in a.messages[-1][0]
+    assert not (tmp_path / "levels" / "empty.toml").exists()

@@ -194,8 +194,13 @@ class BuildMode:
                          "width": float(w * sw / self.app.size[0])}
         ed.table = table
         level = ed.level()
+        text = dump_level(level)
+        from ..levels import LevelError, parse_level
+        parse_level(text, str(path))         # the loader's every check, before writing
+        if not level.bodies and not level.shapes:
+            raise LevelError(path, ["the level is empty: place something before saving it"])
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, dump_level(level))
+        atomic_write_text(path, text)
         again = build_world(load_level(path)).state_hash()
         same = again == build_world(level).state_hash()
         self.app.message(f"saved {path}" + (" (it reopens to the same world, bit for bit; "
