@@ -17,6 +17,7 @@ import pytest
 from sandbox.sim import builders as B
 from sandbox.sim import colliders as C
 from sandbox.sim import contact_kernels as ck
+from sandbox.sim.collide import solver
 from sandbox.sim.world import SimulationDiverged, World, WorldConfig
 
 pytestmark = pytest.mark.skipif(not ck.AVAILABLE, reason="numba is not installed")
@@ -216,13 +217,13 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
 @pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob],
                          ids=lambda f: f.__name__)
 def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
-    """``Colliders.frame`` (a whole frame in ``contact_kernels.frame``) against the
+    """``Colliders.frame`` (a whole frame in ``collide.solver.frame``) against the
     compiled kernels called substep by substep from Python (``World.compile_frames``
     off): the same bits, Verlet list carried across frames included. The frame runs
     (counted), and the substep path never calls it."""
     calls = []
-    real = ck.frame
-    monkeypatch.setattr(ck, "frame", lambda *a: calls.append(1) or real(*a))
+    real = solver.frame
+    monkeypatch.setattr(solver, "frame", lambda *a: calls.append(1) or real(*a))
     out = []
     for compiled in (False, True):
         monkeypatch.setattr(World, "compile_frames", compiled)
@@ -236,7 +237,7 @@ def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
 
 
 def test_a_cached_frame_runs_in_a_fresh_process():
-    """``contact_kernels.frame`` is serial and calls the links' parallel sweep: loaded
+    """``collide.solver.frame`` is serial and calls the links' parallel sweep: loaded
     from the disk cache into a process where no parallel kernel had run, it jumped to
     address 0 (a segfault on every run after the one that compiled it).
     ``launch_threads`` prevents it. A fresh process loads the frame the test above

@@ -116,7 +116,8 @@ def _fingerprint(dtypes, contact_dtypes, extra) -> str:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for name in ("kernels.py", "contact_kernels.py", "colliders.py", "world.py",
-                 "warmup.py"):
+                 "warmup.py", "collide/jit.py", "collide/geometry.py", "collide/broad.py",
+                 "collide/solver.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:

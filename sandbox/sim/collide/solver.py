@@ -1,0 +1,1562 @@
+"""The contact solver: one substep's contacts with static shapes, walls and other
+particles, in two backends, and a whole frame of them compiled.
+
+One substep (``World._substep`` drives it; Müller et al., "Detailed Rigid Body
+Simulation with Extended Position Based Dynamics", 2020, sec. 3.5-3.6, and Macklin et
+al., "Small Steps in Physics Simulation", 2019)::
+
+    Colliders.begin()      broad phase (:mod:`.broad`), then continuous detection
+                           (:meth:`Contacts.sweep`, a bounded time-of-impact loop: the
+                           path stops at its first hit and the rest slides along the hit
+                           face, swept again against every shape, never into an earlier
+                           hit's plane; a particle that starts on or inside a shape
+                           cannot move into the face it is on), the bounds walls
+    Contacts.project()     in every constraint iteration: particle pairs, then shapes,
+                           then walls; out along the normal of the face the path crossed,
+                           friction in position space (at most mu times the normal
+                           correction: static below it, kinetic above)
+    Contacts.finish()      after the integrator's fold: the velocity pass (restitution
+                           along each hit's own normal, the rest of the Coulomb friction)
+
+:class:`Contacts` is the numpy reference, vectorised over the contacts. The compiled
+twins (:func:`begin`, :func:`project`, :func:`finish`, with ``broad.pair_list``) hold one
+substep's contacts flat (:class:`_FlatContacts`); :func:`frame` runs all the substeps of
+a Verlet-family world's frame in one call.
+
+The compiled twins give the same numbers as the reference, bit for bit
+(``tests/test_contact_kernels.py``):
+
+- Every formula is the reference's, operation by operation and in its order, in the float
+  types numpy gives it. In a float32 world a Python float next to a float32 array stays
+  float32 (NEP 50), so those constants are rounded with ``_as`` before use (numba would
+  widen the array instead); shape geometry is float64, so distances to shapes are float64
+  in both.
+- A contact with a static shape moves only its own particle, and the reference solves a
+  particle's contacts one after another (shape type by shape type, then by rank batch, which
+  follows the pair order). Walking the same contact list in order repeats that, particle by
+  particle.
+- Particle pairs are one Jacobi pass: every pair reads the same positions and the sums run
+  over the pairs in list order, as ``np.bincount`` adds them; the pair list is built in the
+  reference's order.
+- The reference's ``np.where(ok, a / _safe(b), other)`` becomes ``a / b if ok else other``:
+  ``ok`` implies ``b != 0``, so the quotient is the same and the discarded one is skipped.
+
+Only signed zeros may differ (``np.maximum`` picks either zero on a tie), which no
+later operation turns into a different value.
+
+Hot loops never reassign an array variable (outputs go to arrays sized up front, and a
+function that runs out of room returns -1 for its caller to retry with more): numba
+reference-counts such a variable on every pass, which made the loops four times slower.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..backend import INSTALLED
+from .broad import (
+    _broad_phase,
+    _first_per_particle,
+    _PairList,
+    any_moving,
+    max_moved2,
+    pair_list,
+    rank_batches,
+)
+from .geometry import INF, MU, SEGMENT, WALL, E, _distance, _dot, _safe, _side, _sweep
+from .jit import _as, _max, _min, jit
+
+if TYPE_CHECKING:
+    from .shapes import ShapeSet
+if INSTALLED:
+    from ..kernels import _project_batches
+    from ..kernels import add_scaled_difference as _add_scaled_difference
+    from ..kernels import verlet_step as _verlet_step
+
+
+# ------------------------------------------------------------------- tolerances
+
+#: A projected or swept particle is left this far (m) outside the surface, so that the next
+#: substep starts on a definite side even of a zero-thickness segment (float64 round-off on
+#: coordinates of order 1e3 m is 1e-13 m). Scaled up for float32 worlds (see ``_tolerances``).
+SKIN = 1e-9
+
+
+#: Closer than ``radius + TOUCH`` (m) counts as touching: such a contact takes part in the
+#: velocity pass, and a path that starts this close is resolved by projection, not swept
+#: (a particle resting on or sliding along a surface must keep its tangential motion).
+TOUCH = 1e-7
+
+
+#: Extra reach (m) of a particle's box in the broad phase, for the distance the
+#: constraint iterations move it after detection; plus its displacement this substep.
+MARGIN = 1e-3
+
+
+#: Up to this many (particle, shape) pairs the broad phase tests them all in one numpy
+#: comparison, cheaper than the grid's bookkeeping; both give the same pairs (a test).
+BRUTE_PAIRS = 20_000
+
+
+#: Hits per particle and substep in the time-of-impact loop of ``Contacts.sweep``: a
+#: ball in a corner or a wedge needs two (the second stops it), a third is rare.
+MAX_HITS = 4
+#: A slide along a new contact plane may enter an earlier plane by this fraction of its
+#: length (two faces in one line, round-off) before it counts as a crease that stops it.
+DIR_TOL = 1e-9
+#: 1/c for the contact counts c of the Jacobi averaging (entry 0 unused).
+_RECIP = 1.0 / np.maximum(np.arange(64.0), 1.0)
+
+
+def _tolerances(x: np.ndarray) -> tuple[float, float]:
+    """``(skin, touch)`` in m: the constants, or more for float32 coordinates, where
+    ``16 eps |x|`` is the round-off of a position."""
+    eps = float(np.finfo(x.dtype).eps)
+    scale = 1.0 + (float(np.abs(x).max()) if x.size else 0.0)
+    skin = max(SKIN, 16.0 * eps * scale)
+    return skin, max(TOUCH, 100.0 * skin)
+
+# ---------------------------------------------------------- the numpy reference
+
+@dataclass
+class _Group:
+    """Candidate (particle, shape) pairs of one shape type in one substep."""
+
+    shapes: ShapeSet
+    pi: np.ndarray
+    si: np.ndarray
+    r: np.ndarray           # particle radius per pair
+    e: np.ndarray
+    mu: np.ndarray
+    ref: np.ndarray | None
+    batches: list[np.ndarray]
+    depth: np.ndarray       # normal correction made so far this substep, m
+    touched: np.ndarray     # projected or swept this substep
+    stuck: np.ndarray       # static friction held it at its last projection
+    gap: np.ndarray | None = None   # distance beyond contact at the start of the substep, m
+    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+    spent: np.ndarray | None = None  # friction spent on the positions this substep, m
+    nrm: np.ndarray | None = None   # the normal of the last sweep hit or projection
+    n0: np.ndarray | None = None    # the normal at the start, for starts on or inside
+
+    def __post_init__(self):
+        self.used = np.zeros(self.pi.size)
+        self.spent = np.zeros(self.pi.size)
+        self.nrm = np.zeros((self.pi.size, 2))
+
+
+@dataclass
+class _Pairs:
+    """Candidate particle pairs of one substep, with their particles numbered ``0..m-1``
+    (``a``, ``b`` index ``nodes``) so the Jacobi sums run over the ``m`` involved only."""
+
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    nodes: np.ndarray
+    reach: np.ndarray       # r_i + r_j
+    e: float
+    mu: float
+    depth: np.ndarray
+    touched: np.ndarray
+    stuck: np.ndarray
+    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+
+    def __post_init__(self):
+        self.used = np.zeros(self.i.size)
+
+
+@dataclass
+class Contacts:
+    """One substep's contacts: shape groups, particle pairs, and the position corrections
+    ``dx`` they made (projection, static friction, swept cuts): the velocity pass starts
+    from the velocity without them."""
+
+    x0: np.ndarray
+    skin: float
+    touch: float
+    dx: np.ndarray
+    groups: list[_Group] = field(default_factory=list)
+    pairs: _Pairs | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.groups) or self.pairs is not None
+
+    def add_group(self, shapes, pi, si, r, x0, e_def, mu_def, path=None, disp=None) -> None:
+        """Keep the candidate pairs that can touch this substep. With the ``path``es, a
+        pair whose start is farther from the shape than 1.5 times its path length plus
+        ``MARGIN`` is dropped (the broad phase's boxes are loose around long or slanted
+        shapes); the start distance is kept for the sweep."""
+        gap = None
+        if path is not None and pi.size:
+            d0, _, _ = shapes.distance(x0[pi], si)
+            gap = d0 - r[pi]
+            near = gap < 1.5 * disp[pi] + MARGIN
+            pi, si, gap = pi[near], si[near], gap[near]
+        if not pi.size:
+            return
+        e = np.where(np.isnan(shapes.e[si]), e_def, shapes.e[si])
+        mu = np.where(np.isnan(shapes.mu[si]), mu_def, shapes.mu[si])
+        ref = shapes.reference(x0[pi], si)
+        g = _Group(shapes, pi, si, r[pi], e, mu, ref, rank_batches(pi), np.zeros(pi.size),
+                   np.zeros(pi.size, bool), np.zeros(pi.size, bool), gap)
+        if gap is not None:
+            # Starts on or inside the shape: the normal there, a plane for the sweep.
+            g.n0 = np.zeros((pi.size, 2))
+            k = np.flatnonzero(gap <= self.touch)
+            if k.size:
+                g.n0[k] = shapes.contact(x0[pi[k]], si[k], None if ref is None else ref[k],
+                                         x0[pi[k]])[2]
+        self.groups.append(g)
+
+    def set_pairs(self, L: _PairList, w, e, mu) -> None:
+        moving = (w[L.i] > 0) | (w[L.j] > 0)
+        k = np.flatnonzero(moving)
+        if k.size:
+            self.pairs = _Pairs(L.i[k], L.j[k], L.a[k], L.b[k], L.nodes, L.reach[k],
+                                float(e), float(mu), np.zeros(k.size), np.zeros(k.size, bool),
+                                np.zeros(k.size, bool))
+
+    # --- continuous detection ------------------------------------------------------------
+
+    def sweep(self, p, path: np.ndarray) -> None:
+        """Continuous detection: move every particle along its path as far as the
+        shapes let it, a bounded time-of-impact loop as Box2D's (at most ``MAX_HITS``
+        hits a substep).
+
+        From ``x0`` the path ``x1 - x0`` is swept against every candidate shape (a disc
+        of the particle's radius against the shape: a ray against the shape grown by
+        it, corners rounded). At the earliest hit the particle stops on the surface
+        (``skin`` outside) and the rest of its path loses its approach along the hit's
+        normal (it slides); the rest is swept again, against every shape, until nothing
+        is hit. Every hit's normal joins a list of planes this substep, and the rest of
+        the path must not enter any of them: when the slide along the new plane would
+        enter an earlier one (a wedge, a corner), the particle stops there. Friction
+        acts on the slide as on a projection: it shortens the rest by up to ``mu``
+        times the approach that was cut. A pair that starts on or inside its shape
+        (``gap <= touch``) is a plane at time 0 with the normal at the start, the face
+        it rests on: its path can never go through that face, however thin the shape.
+        If the loop runs out of hits the particle stays at the last point reached.
+
+        Each hit contact counts as touched, with its normal (the velocity pass uses the
+        hit face's normal), its cut approach as depth and the friction it spent.
+        """
+        x0, x1 = self.x0, p.x
+        gs = [g for g in self.groups if g.gap is not None]
+        if not gs:
+            return
+        q = np.unique(np.concatenate([g.pi for g in gs]))
+        m = q.size
+        loc = [np.searchsorted(q, g.pi) for g in gs]
+        pos = x0[q].astype(np.float64)
+        end = x1[q].astype(np.float64)
+        planes = np.zeros((m, MAX_HITS, 2))
+        count = np.zeros(m, np.int64)
+        live = np.ones(m, bool)
+        moved = np.zeros(m, bool)
+        unused = [g.gap <= self.touch for g in gs]          # starts on or inside
+        for it in range(MAX_HITS + 1):
+            t_all, n_all = [], []
+            for g, lg, st in zip(gs, loc, unused, strict=True):
+                t = np.full(g.pi.size, np.inf)
+                n = np.zeros((g.pi.size, 2))
+                on = live[lg]
+                k = np.flatnonzero(on & st)
+                if k.size:
+                    rest = end[lg[k]] - pos[lg[k]]
+                    into = _dot(rest, g.n0[k]) < 0
+                    t[k[into]] = 0.0
+                    n[k[into]] = g.n0[k[into]]
+                far = on & (g.gap > self.touch)
+                if it == 0:                     # a path shorter than the gap cannot hit
+                    far &= _dot(path[g.pi], path[g.pi]) >= g.gap * g.gap
+                k = np.flatnonzero(far)
+                if k.size:
+                    hit, th, nh = g.shapes.sweep(pos[lg[k]], end[lg[k]], g.si[k], g.r[k])
+                    t[k[hit]] = th[hit]
+                    n[k[hit]] = nh[hit]
+                t_all.append(t)
+                n_all.append(n)
+            # Each particle's earliest hit, ties to the first contact in order.
+            best = np.full(m, np.inf)
+            which = np.full(m, -1)
+            for gi, (lg, t) in enumerate(zip(loc, t_all, strict=True)):
+                k = np.flatnonzero(np.isfinite(t))
+                if not k.size:
+                    continue
+                o = _first_per_particle(lg[k], t[k])
+                k, r = k[o], lg[k[o]]
+                better = t[k] < best[r]
+                k, r = k[better], r[better]
+                best[r] = t[k]
+                which[r] = gi * (1 << 40) + k
+            hits = np.flatnonzero(live & (which >= 0))
+            free = np.flatnonzero(live & (which < 0))
+            pos[free] = end[free]
+            live[free] = False
+            if not hits.size:
+                break
+            if it == MAX_HITS:                  # out of hits: stay at the last point
+                live[hits] = False
+                break
+            gsel = which[hits] >> 40
+            ksel = which[hits] & ((1 << 40) - 1)
+            t = best[hits]
+            n = np.zeros((hits.size, 2))
+            mu = np.zeros(hits.size)
+            swept = np.zeros(hits.size, bool)
+            for gi, g in enumerate(gs):
+                s = gsel == gi
+                if s.any():
+                    n[s] = n_all[gi][ksel[s]]
+                    mu[s] = g.mu[ksel[s]]
+                    swept[s] = g.gap[ksel[s]] > self.touch
+            rest = end[hits] - pos[hits]
+            rem = (1.0 - t)[:, None] * rest
+            c = pos[hits] + t[:, None] * rest
+            cut = np.minimum(_dot(rem, n), 0.0)
+            ra = rem - cut[:, None] * n                      # the approach dropped
+            la = np.sqrt(_dot(ra, ra))
+            P, cnt = planes[hits], count[hits]
+            ok = ((_dot(P, ra[:, None, :]) >= -DIR_TOL * la[:, None])
+                  | (np.arange(MAX_HITS) >= cnt[:, None])).all(axis=1)
+            la = np.where(ok, la, 0.0)
+            budget = mu * -cut
+            stick = (la > 0) & (la < budget)
+            f = np.where(stick | (la == 0), 0.0, 1.0 - budget / np.where(la > 0, la, 1.0))
+            rem2 = np.where(ok[:, None], ra, 0.0) * f[:, None]
+            spent = np.where(stick, la, np.where(la > 0, budget, 0.0))
+            new = np.where(swept[:, None], c + self.skin * n, c)
+            pos[hits] = new
+            end[hits] = new + rem2
+            planes[hits, cnt] = n
+            count[hits] += 1
+            moved[hits] = True
+            for gi, g in enumerate(gs):
+                s = gsel == gi
+                if not s.any():
+                    continue
+                k = ksel[s]
+                g.touched[k] = True
+                g.nrm[k] = n[s]
+                g.depth[k] += -cut[s]
+                g.spent[k] += spent[s]
+                g.stuck[k] = stick[s]
+                unused[gi][k] = False
+        rows = q[moved]
+        new = pos[moved]
+        self.dx[rows] += new - x1[rows]
+        x1[rows] = new
+
+    # --- projection (inside the constraint iterations) -----------------------------------
+
+    def project(self, x: np.ndarray, w: np.ndarray) -> None:
+        """One pass: particle pairs, then shapes and walls (non-penetration has the last
+        word in an iteration). A penetrating particle moves out along the contact's
+        normal (:meth:`ShapeSet.contact`: through the face its path crossed), then
+        friction acts on its tangential displacement since the start of the substep,
+        in position space as position-based dynamics does it (Müller et al. 2020, sec.
+        3.5, with the kinetic part there too): the contact's friction this substep
+        is at most ``mu`` times its normal correction (``depth``, the swept cut
+        included) less what it already spent. Below that the displacement is undone
+        (static: ``stuck``), above it shortened by what is left (kinetic). Positions and
+        velocities then agree: the velocity derived from them carries the friction."""
+        if self.pairs is not None:
+            self._project_pairs(x, w)
+        for g in self.groups:
+            for b in g.batches:
+                pi = g.pi[b]
+                ref = None if g.ref is None else g.ref[b]
+                d, _, n = g.shapes.contact(x[pi], g.si[b], ref, self.x0[pi])
+                pen = g.r[b] - d
+                hit = (pen > 0) & (w[pi] > 0)
+                if not hit.any():
+                    continue
+                k, pi, n, pen = b[hit], pi[hit], n[hit], pen[hit]
+                corr = (pen + self.skin)[:, None] * n
+                x[pi] += corr
+                g.depth[k] += pen
+                g.touched[k] = True
+                g.nrm[k] = n
+                rel = x[pi] - self.x0[pi]
+                tang = rel - _dot(rel, n)[:, None] * n
+                tl = np.sqrt(_dot(tang, tang))
+                budget = g.mu[k] * g.depth[k] - g.spent[k]
+                stick = tl < budget
+                g.stuck[k] = stick
+                f = np.where(stick, 1.0, np.where(budget > 0, budget / _safe(tl), 0.0))
+                g.spent[k] += np.where(stick, tl, np.maximum(budget, 0.0))
+                fr = tang * f[:, None]
+                corr -= fr
+                x[pi] -= fr
+                self.dx[pi] += corr
+
+    def _project_pairs(self, x, w) -> None:
+        """Particle pairs, one Jacobi pass with constraint averaging (after Macklin et
+        al., "Unified Particle Physics for Real-Time Applications", 2014): every
+        overlapping pair computes its correction from the same positions. One vectorised
+        pass however many contacts a ball has. Averaging keeps a ball squeezed from
+        several sides from overshooting; it is done per pair, each scaled by one over the
+        larger contact count of its two balls, the same at both ends, so that every pair
+        and the pass conserve momentum (dividing each ball's sum by its own count does
+        not: a ball with one contact would move twice as far as its partner with two)."""
+        P = self.pairs
+        i, j = P.i, P.j
+        d = x[j] - x[i]
+        dist = np.sqrt(_dot(d, d))
+        pen = P.reach - dist
+        wi, wj = w[i], w[j]
+        wsum = wi + wj
+        # Overlaps of the order of round-off (balls placed touching) would only dilute
+        # the average of the real corrections: counted from the skin up.
+        k = np.flatnonzero((pen > self.skin) & (dist > 0) & (wsum > 0))
+        if not k.size:
+            return
+        i, j, d, dist, pen, wi, wj, wsum = (a[k] for a in (i, j, d, dist, pen, wi, wj, wsum))
+        n = d / dist[:, None]
+        P.depth[k] += pen
+        P.touched[k] = True
+        rel = (x[j] - self.x0[j]) - (x[i] - self.x0[i])
+        tang = rel - _dot(rel, n)[:, None] * n
+        stick = _dot(tang, tang) < (P.mu * P.depth[k]) ** 2
+        P.stuck[k] = stick
+        # Normal: split the overlap by inverse mass. Friction: undo the relative slide.
+        c = (pen / wsum)[:, None] * n - tang * (stick / wsum)[:, None]
+        a, b = P.a[k], P.b[k]
+        c *= _pair_share(a, b, P.nodes.size)[:, None]
+        total = np.zeros((P.nodes.size, 2))
+        scatter_rows(total, a, -wi[:, None] * c)
+        scatter_rows(total, b, wj[:, None] * c)
+        x[P.nodes] += total
+        self.dx[P.nodes] += total
+
+    # --- velocity pass (after the integrator's fold) -------------------------------------
+
+    def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
+               sweeps: int = 2) -> None:
+        """Set the velocity of every particle in contact this substep (after the fold).
+
+        Two candidate velocities, because a contact solve needs both views:
+
+        ``v_pos``, what the positions say: ``(x - x0)/h`` for the position-based
+            integrators, the folded ``v`` for the others (Müller et al. 2020 derive the
+            velocity after the position solve). A ball wedged in a pile did not move, so it
+            has no velocity -- however many contacts hold it.
+        ``v_imp``, impulses from the pre-contact velocity: the velocity without this
+            substep's contact corrections ``dx`` (``(x - dx - x0)/h``; ``v`` minus what
+            ``fold`` made of ``dx``), then up to ``sweeps`` passes over the contacts
+            (shapes: Gauss-Seidel by rank batch; particle pairs: Jacobi, averaged), at
+            least 4 (a bounce crosses one more ball of a row per sweep). Only this view
+            still knows how fast a contact hit, which a bounce needs.
+
+        Rules for one contact (``n`` its normal, ``e`` and ``mu`` its material):
+
+        - restitution: a shape contact approaching faster than ``2 |g| h`` at the start of
+          the substep leaves at ``-e vn_start`` (Müller et al. 2020, eq. 34; slower ones
+          stop, so resting contacts do not jitter); a particle pair leaves at ``e`` times
+          the approach speed the sweep finds, so an impulse passes along a row of touching
+          balls (Newton's cradle), whose approach speed before the substep was 0.
+          Contacts only push: a separating one is left alone.
+        - Coulomb friction: the tangential velocity drops by ``min(mu dvn, |vt|)``, ``dvn``
+          the contact's normal velocity change from the pre-contact velocity (its impulse
+          per mass). For a shape contact the friction its positions took this substep
+          (``spent``, m) is already in ``v_pos`` (all of it, ``spent / h``, for the
+          position-based integrators; the fold's share for the others) and counts
+          against that budget, so nothing is taken twice and nothing is missed: a slide
+          is as exact as the integrator (constant acceleration exactly, for the
+          second-order ones). A particle pair that stuck (static friction) loses all of
+          its relative tangential velocity.
+
+        A particle that took part in a bouncing contact (a target above zero) takes
+        ``v_imp``; every other contact particle takes ``v_pos`` after ``sweeps`` (at least
+        2) inelastic sweeps (:func:`_stop`) with the same friction. (``v_imp`` alone
+        leaves the velocity of a stack unconverged: support from the floor climbs one ball
+        per sweep, and a pile at rest would report a velocity its positions never show.)
+
+        The result overwrites the fold on contact rows only, so nothing is counted twice:
+        ``v`` for velocity integrators; ``x_prev = x - v h`` (and the ``v`` estimate) for
+        the position-based ones.
+        """
+        x, w = p.x, p.inv_mass
+        act_groups = []
+        for g in self.groups:
+            d, _, n = g.shapes.contact(x[g.pi], g.si, g.ref, self.x0[g.pi])
+            act = (g.touched | (d < g.r + self.touch)) & (w[g.pi] > 0)
+            if act.any():
+                # A hit or a push keeps its own normal: the face that was hit, not the
+                # corner next to where the particle slid to.
+                act_groups.append((g, act, np.where(g.touched[:, None], g.nrm, n)))
+        pair_act = None
+        if self.pairs is not None:
+            P = self.pairs
+            dd = x[P.j] - x[P.i]
+            dist = np.sqrt(_dot(dd, dd))
+            act = (P.touched | (dist < P.reach + self.touch)) & (dist > 0) & (
+                w[P.i] + w[P.j] > 0)
+            if act.any():
+                pair_act = (np.flatnonzero(act), dd / _safe(dist)[:, None])
+        if not act_groups and pair_act is None:
+            return
+        if integrator.position_based:
+            gain = 1.0 / h
+            v_pos = (x - self.x0) / h
+            v_pre = v_pos - self.dx / h
+        else:
+            gain = integrator.fold_gain / h
+            v_pos = p.v.copy()
+            v_pre = v_pos - (integrator.fold_gain / h) * self.dx
+        v_th = 2.0 * math.hypot(*gravity) * h
+        rows = [g.pi[a] for g, a, _ in act_groups]
+        if pair_act is not None:
+            rows += [self.pairs.i[pair_act[0]], self.pairs.j[pair_act[0]]]
+        rows = np.unique(np.concatenate(rows))
+        rows = rows[w[rows] > 0]
+        bounced = np.zeros(x.shape[0], bool)
+        v_imp = v_pre.copy()
+        tol = 1e-9 * (1.0 + float(np.abs(v_pre[rows]).max(initial=0.0)))
+        if self._may_bounce(act_groups, pair_act, v_start, v_pre, v_th):
+            for _ in range(max(sweeps, 4)):
+                if self._velocity_sweep(v_imp, w, act_groups, pair_act, v_th, v_start,
+                                        None, bounced) <= tol:
+                    break
+        for g in self.groups:
+            # The friction the positions already took is in v_pos (its share of it for
+            # a velocity integrator's fold): the inelastic sweeps only add the rest.
+            g.used[:] = g.spent * gain
+        if self.pairs is not None:
+            self.pairs.used[:] = 0.0
+        for _ in range(max(sweeps, 2)):
+            if self._velocity_sweep(v_pos, w, act_groups, pair_act, v_th, None, v_pre,
+                                    None) <= tol:
+                break
+        v = np.where(bounced[rows, None], v_imp[rows], v_pos[rows])
+        if integrator.position_based:
+            p.x_prev[rows] = x[rows] - h * v
+        p.v[rows] = v
+        p.a_valid = False
+
+    def _may_bounce(self, act_groups, pair_act, v_start, v_pre, v_th) -> bool:
+        """Whether any contact starts with a bounce: restitution above 0 and an approach
+        faster than ``v_th`` (a pair's can only grow out of another's)."""
+        for g, act, n in act_groups:
+            vn0 = _dot(v_start[g.pi], n)
+            if np.any(act & (g.e > 0) & (vn0 < -v_th)):
+                return True
+        if pair_act is not None and self.pairs.e > 0:
+            act, n = pair_act
+            P = self.pairs
+            vn = _dot(v_pre[P.j[act]] - v_pre[P.i[act]], n[act])
+            return bool(np.any(vn < -v_th))
+        return False
+
+    def _velocity_sweep(self, v, w, act_groups, pair_act, v_th, v_start, v_ref,
+                        bounced) -> float:
+        """One pass over the contacts, in place on ``v``; returns the largest change.
+
+        With ``v_start`` contacts bounce (and mark ``bounced``) and the friction budget
+        is this pass's normal change; without, they follow :func:`_stop` against
+        ``v_ref``, the pre-contact velocity."""
+        change = 0.0
+        for g, act, n in act_groups:
+            for b in g.batches:
+                b = b[act[b]]
+                if not b.size:
+                    continue
+                pi, nb = g.pi[b], n[b]
+                if v_start is not None:
+                    vn0 = _dot(v_start[pi], nb)
+                    target = np.where(vn0 < -v_th, -g.e[b] * vn0, 0.0)
+                    bounced[pi[target > 0]] = True
+                    ref = None
+                else:
+                    target, ref = 0.0, _dot(v_ref[pi], nb)
+                change = max(change, _shape_velocity(v, pi, nb, target, ref, g.mu[b],
+                                                     g.used, b))
+        if pair_act is not None:
+            change = max(change, self._pair_velocity(v, w, *pair_act, v_th,
+                                                     v_start is not None, v_ref, bounced))
+        return change
+
+    def _pair_velocity(self, v, w, act, n, v_th, bounce, v_ref, bounced) -> float:
+        """One Jacobi sweep over the pairs in contact, averaged as in the projection.
+
+        Bouncing sweeps repeat until nothing changes, so an impulse moves one ball
+        further along a row of touching balls per sweep (``k`` balls need ``k - 1``)."""
+        P = self.pairs
+        i, j, nb, stuck = P.i[act], P.j[act], n[act], P.stuck[act]
+        wi, wj = w[i][:, None], w[j][:, None]
+        wsum = wi + wj
+        vrel = v[j] - v[i]
+        vn = _dot(vrel, nb)
+        if bounce:
+            target = np.where(-vn > v_th, -P.e * vn, 0.0)
+            up = target > 0
+            bounced[i[up]] = bounced[j[up]] = True
+            dvn = np.maximum(target - vn, 0.0)
+            budget = P.mu * dvn
+        else:
+            dvn, budget = _stop(vn, _dot(v_ref[j] - v_ref[i], nb), P.mu)
+            budget = np.maximum(budget - P.used[act], 0.0)    # one budget for the pass
+        vt = vrel - vn[:, None] * nb
+        vtl = np.sqrt(_dot(vt, vt))
+        dvt = np.where(stuck, vtl, np.minimum(budget, vtl))
+        # As in the projection: round-off changes (touching balls at rest) do not count.
+        size = np.abs(dvn) + dvt
+        live = size > 1e-9 + 1e-6 * float(np.max(size, initial=0.0))
+        if not live.any():
+            return 0.0
+        # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
+        dv = dvn[:, None] * nb - (dvt / _safe(vtl))[:, None] * vt
+        a, b = P.a[act][live], P.b[act][live]
+        share = _pair_share(a, b, P.nodes.size)
+        if not bounce:
+            P.used[act[live]] += dvt[live] * share
+        dv = dv[live] * share[:, None]
+        delta = np.zeros((P.nodes.size, 2))
+        scatter_rows(delta, a, -(wi / wsum)[live] * dv)
+        scatter_rows(delta, b, (wj / wsum)[live] * dv)
+        v[P.nodes] += delta
+        return float(np.max(size[live]))
+
+
+def _stop(vn, vn_ref, mu):
+    """The inelastic rule on the position-consistent velocity: normal velocity ``vn`` goes
+    to ``min(max(vn, 0), max(vn_ref, 0))``. It stops an approach, and removes separation
+    that the projection made (an overlap pushed apart would otherwise fly apart) but not
+    separation the particle had before this substep's contact corrections (``vn_ref``, a
+    constraint pulling it away, say). Returns the change and the friction budget ``mu``
+    times the normal change from ``vn_ref``."""
+    new = np.minimum(np.maximum(vn, 0.0), np.maximum(vn_ref, 0.0))
+    return new - vn, mu * np.maximum(new - vn_ref, 0.0)
+
+
+def _pair_share(a: np.ndarray, b: np.ndarray, m: int) -> np.ndarray:
+    """Per pair, one over the larger number of pairs in the list at either of its two
+    particles ``a``, ``b`` (of ``m``): Jacobi averaging that conserves momentum."""
+    count = np.bincount(a, minlength=m) + np.bincount(b, minlength=m)
+    return 1.0 / np.maximum(count[a], count[b])
+
+
+def scatter_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
+    """``out[idx] += vals`` with repeated indices summed; ``out (m, 2)``, ``vals (k, 2)``."""
+    m = out.shape[0]
+    out[:, 0] += np.bincount(idx, weights=vals[:, 0], minlength=m)
+    out[:, 1] += np.bincount(idx, weights=vals[:, 1], minlength=m)
+
+
+def _shape_velocity(v, pi, n, target, ref, mu, used, k) -> float:
+    """Static contacts ``pi`` (unique) with normals ``n``. Bouncing (``ref`` None): raise
+    the normal velocity to ``target`` (only pushes), friction budget ``mu`` times that
+    change. Else the inelastic rule of :func:`_stop` against ``ref``, the pre-contact
+    normal velocity, whose budget is for the whole pass: ``used[k]`` counts what the
+    positions and earlier sweeps spent. In place on ``v``; returns the largest change."""
+    vn = _dot(v[pi], n)
+    if ref is None:
+        dvn = np.maximum(target - vn, 0.0)
+        budget = mu * dvn
+    else:
+        dvn, budget = _stop(vn, ref, mu)
+        budget = np.maximum(budget - used[k], 0.0)
+    vt = v[pi] - vn[:, None] * n
+    vtl = np.sqrt(_dot(vt, vt))
+    dvt = np.minimum(budget, vtl)
+    if ref is not None:
+        used[k] += dvt
+    v[pi] += dvn[:, None] * n - (dvt / _safe(vtl))[:, None] * vt
+    return float(np.max(np.abs(dvn) + dvt))
+
+# ------------------------------------------------------------ the compiled twin
+
+class _FlatContacts:
+    """One substep's contacts for the compiled backend: the contacts :class:`Contacts`
+    holds, flat, with the same ``project`` and ``finish``.
+
+    ``cp``, ``cg`` give each contact's particle and row of the shape table, in the
+    reference's order (its groups one after another, the walls last); ``e``, ``mu`` its
+    material, ``ref`` a segment's side at the start of the substep, and the per-contact
+    state of :class:`_Group`: ``depth``, ``touched``, ``stuck``, ``nrm``, ``spent`` (the
+    velocity pass keeps ``used`` to itself). The particle pairs are the whole Verlet list
+    (pairs of two pinned particles never pass the kernels' tests, so dropping them as
+    :meth:`Contacts.set_pairs` does changes nothing) with the state of :class:`_Pairs`.
+    """
+
+    def __init__(self, x0, r, skin, touch, dx, shape_args, cp, cg, e, mu, ref, touched,
+                 nrm, depth, spent, stuck, pairs: _PairList | None, pe: float,
+                 pmu: float) -> None:
+        self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
+        self.shape_args = shape_args
+        self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
+        self.nrm, self.depth, self.spent, self.stuck = nrm, depth, spent, stuck
+        self.pairs = pairs
+        if pairs is None:
+            z = np.zeros(0, np.int64)
+            self.pair_args = (z, z, z, z, z, np.zeros(0, r.dtype))
+        else:
+            self.pair_args = (pairs.i, pairs.j, pairs.a, pairs.b, pairs.nodes, pairs.reach)
+        m = self.pair_args[0].size
+        self.pe, self.pmu = pe, pmu
+        self.pdepth = np.zeros(m)
+        self.ptouched = np.zeros(m, bool)
+        self.pstuck = np.zeros(m, bool)
+
+    def __bool__(self) -> bool:
+        return bool(self.cp.size) or self.pairs is not None
+
+    def project(self, x: np.ndarray, w: np.ndarray) -> None:
+        """:meth:`Contacts.project` (:func:`project`)."""
+        project(x, w, self.x0, self.dx, self.r, self.skin, self.cp, self.cg, self.mu,
+                   self.ref, self.depth, self.touched, self.stuck, self.nrm, self.spent,
+                   *self.shape_args, *self.pair_args, self.pmu, self.pdepth, self.ptouched,
+                   self.pstuck)
+
+    def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
+               sweeps: int = 2) -> None:
+        """:meth:`Contacts.finish` (:func:`finish`)."""
+        based = bool(integrator.position_based)
+        gain = 0.0 if based else integrator.fold_gain / h
+        v_th = 2.0 * math.hypot(*gravity) * h
+        if finish(p.x, self.x0, p.v, p.x_prev, p.inv_mass, self.r, self.dx, v_start,
+                     based, gain, h, v_th, self.touch, int(sweeps), self.cp, self.cg, self.e,
+                     self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
+                     *self.shape_args, *self.pair_args, self.pe, self.pmu, self.ptouched,
+                     self.pstuck):
+            p.a_valid = False
+
+
+@jit
+def _share(count_a, count_b):  # pragma: no cover - compiled
+    """``_pair_share`` of one pair: ``1.0 / max(count_a, count_b)``, looked up for
+    small counts (the same quotient, without a division)."""
+    c = max(count_a, count_b)
+    return _RECIP[c] if c < _RECIP.size else 1.0 / c
+
+
+@jit
+def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
+          bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
+          skin_min, touch_min, margin, brute_pairs, max_cells):  # pragma: no cover
+    """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
+    from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
+    ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
+    start-gap filter, ``Contacts.sweep`` (moves ``x1``, adds to ``dx``) and the walls
+    (table rows ``nshapes ..``).
+
+    Returns ``cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch``:
+    the contacts' particles and table rows in the reference's group order (shape
+    type by shape type, each in ``(particle, shape)`` order, then the walls), their
+    materials, segment sides, and what the sweep did to them (``_toi``).
+    """
+    n = x1.shape[0]
+    # _tolerances(x1)
+    top = 0.0
+    for q in range(n):
+        top = _max(top, abs(x1[q, 0]))
+        top = _max(top, abs(x1[q, 1]))
+    s16 = 16.0 * eps * (1.0 + top)
+    skin = s16 if s16 > skin_min else skin_min
+    s100 = 100.0 * skin
+    touch = s100 if s100 > touch_min else touch_min
+    marg = _as(x1, margin)
+    cell_f = _as(x1, cell)
+    disp = np.empty(n if nshapes else 0, x1.dtype)
+    movable = 0
+    for q in range(n if nshapes else 0):     # without shapes only walls need it
+        ddx = x1[q, 0] - x0[q, 0]
+        ddy = x1[q, 1] - x0[q, 1]
+        disp[q] = math.sqrt(ddx * ddx + ddy * ddy)
+        if w[q] > 0:
+            movable += 1
+    brute = movable * nshapes <= brute_pairs
+    cap = max(4 * n, 64) if nshapes else 0  # no regrowing in the loop (module docstring)
+    while True:
+        cp = np.empty(cap, np.int64)
+        cg = np.empty(cap, np.int64)
+        gap = np.empty(cap)
+        m = 0
+        if nshapes:
+            m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts,
+                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell_f,
+                             origin, dims, brute, max_cells, _as(x1, 0.5), _as(x1, 1.5),
+                             _as(x1, margin), cp, cg, gap)
+        if m >= 0:
+            break
+        cap *= 4
+    # Shape type by shape type (a stable counting sort): the reference's groups.
+    start = np.zeros(WALL + 1, np.int64)
+    for c in range(m):
+        start[kinds[cg[c]] + 1] += 1
+    for k in range(WALL):
+        start[k + 1] += start[k]
+    order = np.empty(m, np.int64)
+    for c in range(m):
+        kd = kinds[cg[c]]
+        order[start[kd]] = c
+        start[kd] += 1
+    out_p = np.empty(m, np.int64)
+    out_g = np.empty(m, np.int64)
+    gap_o = np.empty(m)
+    for k in range(m):
+        out_p[k] = cp[order[k]]
+        out_g[k] = cg[order[k]]
+        gap_o[k] = gap[order[k]]
+    ref_s = np.zeros(m)
+    for c in range(m):
+        g = out_g[c]
+        if kinds[g] == SEGMENT:
+            q = out_p[c]
+            ref_s[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
+                             geo[g, 3])
+    touched_s = np.zeros(m, np.bool_)
+    stuck_s = np.zeros(m, np.bool_)
+    depth_s = np.zeros(m)
+    spent_s = np.zeros(m)
+    nrm_s = np.zeros((m, 2))
+    if m:
+        _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref_s, m, mu_def, kinds,
+             rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched_s, nrm_s,
+             depth_s, spent_s, stuck_s)
+    # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep.
+    wq = np.empty(n * nwalls, np.int64)
+    wg = np.empty(n * nwalls, np.int64)
+    nw = 0
+    two = _as(x1, 2.0)
+    for q in range(n if nwalls else 0):
+        if not w[q] > 0:
+            continue
+        rq = r[q]
+        near = rq + marg
+        for k in range(nwalls):
+            g = nshapes + k
+            dw = (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2]
+            if nshapes:
+                hit = dw < rq + disp[q] + marg
+            elif dw < near:                 # disp >= 0: below the limit anyway
+                hit = True
+            else:
+                # The exact test needs disp, the path's length: a square root, only
+                # for walls within 2 (|dx| + |dy|) >= disp of the limit.
+                ddx = x1[q, 0] - x0[q, 0]
+                ddy = x1[q, 1] - x0[q, 1]
+                if dw >= (rq + (abs(ddx) + abs(ddy)) * two) + marg:
+                    hit = False
+                else:
+                    hit = dw < rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
+            if hit:
+                wq[nw] = q
+                wg[nw] = g
+                nw += 1
+    C = m + nw
+    if nw:
+        c_p = np.empty(C, np.int64)
+        c_g = np.empty(C, np.int64)
+        c_p[:m] = out_p
+        c_g[:m] = out_g
+        c_p[m:] = wq[:nw]
+        c_g[m:] = wg[:nw]
+        ref = np.zeros(C)
+        ref[:m] = ref_s
+        touched = np.zeros(C, np.bool_)
+        touched[:m] = touched_s
+        stuck = np.zeros(C, np.bool_)
+        stuck[:m] = stuck_s
+        depth = np.zeros(C)
+        depth[:m] = depth_s
+        spent = np.zeros(C)
+        spent[:m] = spent_s
+        nrm = np.zeros((C, 2))
+        nrm[:m] = nrm_s
+    else:
+        c_p, c_g, ref, touched, stuck = out_p, out_g, ref_s, touched_s, stuck_s
+        depth, spent, nrm = depth_s, spent_s, nrm_s
+    # Materials (NaN: the world's).
+    e = np.empty(C)
+    mu = np.empty(C)
+    for c in range(C):
+        g = c_g[c]
+        e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
+        mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
+    return c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch
+
+
+@jit
+def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
+         pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
+         stuck):  # pragma: no cover - compiled
+    """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
+    the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
+    contacts' ``touched``, ``nrm``, ``depth``, ``spent`` and ``stuck``.
+
+    Every pass looks at every contact of a particle still moving, in order, and
+    keeps each particle's earliest hit (the first on a tie), as the reference's
+    groups one after another do; then every hit particle stops on the surface and
+    slides on, and the next pass sweeps the rest."""
+    n = x1.shape[0]
+    loc = np.full(n, -1, np.int64)
+    L = 0
+    for k in range(m):
+        q = cp[k]
+        if loc[q] < 0:
+            loc[q] = L
+            L += 1
+    owner = np.empty(L, np.int64)
+    for q in range(n):
+        if loc[q] >= 0:
+            owner[loc[q]] = q
+    posx = np.empty(L)
+    posy = np.empty(L)
+    endx = np.empty(L)
+    endy = np.empty(L)
+    for a in range(L):
+        q = owner[a]
+        posx[a] = np.float64(x0[q, 0])
+        posy[a] = np.float64(x0[q, 1])
+        endx[a] = np.float64(x1[q, 0])
+        endy[a] = np.float64(x1[q, 1])
+    planes = np.zeros((L, MAX_HITS, 2))
+    count = np.zeros(L, np.int64)
+    live = np.ones(L, np.bool_)
+    moved = np.zeros(L, np.bool_)
+    best_t = np.empty(L)
+    best_k = np.empty(L, np.int64)
+    best_nx = np.empty(L)
+    best_ny = np.empty(L)
+    # Starts on or inside: the normal there, and whether the plane is still unused.
+    unused = np.zeros(m, np.bool_)
+    n0 = np.zeros((m, 2))
+    for k in range(m):
+        if gap[k] <= touch:
+            unused[k] = True
+            q = cp[k]
+            _, n0[k, 0], n0[k, 1] = _distance(cg[k], x0[q, 0], x0[q, 1], ref[k], True,
+                                              kinds, rows, geo, pverts, pnorm, pedge,
+                                              bverts, bnorm, bedge, x0[q, 0], x0[q, 1])
+    left = L
+    for it in range(MAX_HITS + 1):
+        if not left:
+            break
+        for a in range(L):
+            best_t[a] = INF
+            best_k[a] = -1
+        for k in range(m):
+            q = cp[k]
+            a = loc[q]
+            if not live[a]:
+                continue
+            if gap[k] <= touch:
+                if not unused[k]:
+                    continue
+                if not ((endx[a] - posx[a]) * n0[k, 0] + (endy[a] - posy[a]) * n0[k, 1]
+                        < 0):
+                    continue
+                t, nx, ny = 0.0, n0[k, 0], n0[k, 1]
+            else:
+                if it == 0:                 # a path shorter than the gap cannot hit
+                    px = x1[q, 0] - x0[q, 0]
+                    py = x1[q, 1] - x0[q, 1]
+                    if not px * px + py * py >= gap[k] * gap[k]:
+                        continue
+                t, nx, ny = _sweep(cg[k], posx[a], posy[a], endx[a], endy[a], r[q],
+                                   kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                                   bnorm, bedge)
+                if not math.isfinite(t):
+                    continue
+            if t < best_t[a]:
+                best_t[a] = t
+                best_k[a] = k
+                best_nx[a] = nx
+                best_ny[a] = ny
+        for a in range(L):
+            if not live[a]:
+                continue
+            k = best_k[a]
+            if k < 0:
+                posx[a] = endx[a]
+                posy[a] = endy[a]
+                live[a] = False
+                left -= 1
+                continue
+            if it == MAX_HITS:              # out of hits: stay at the last point
+                live[a] = False
+                left -= 1
+                continue
+            t = best_t[a]
+            nx = best_nx[a]
+            ny = best_ny[a]
+            g = cg[k]
+            mu = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
+            restx = endx[a] - posx[a]
+            resty = endy[a] - posy[a]
+            remx = (1.0 - t) * restx
+            remy = (1.0 - t) * resty
+            cx = posx[a] + t * restx
+            cy = posy[a] + t * resty
+            cut = _min(remx * nx + remy * ny, 0.0)
+            rax = remx - cut * nx                   # the approach dropped
+            ray = remy - cut * ny
+            la = math.sqrt(rax * rax + ray * ray)
+            ok = True
+            for j in range(count[a]):
+                if not planes[a, j, 0] * rax + planes[a, j, 1] * ray >= -DIR_TOL * la:
+                    ok = False
+            if not ok:
+                la = 0.0
+            budget = mu * -cut
+            stick = la > 0 and la < budget
+            f = 0.0 if (stick or la == 0) else 1.0 - budget / la
+            r2x = (rax if ok else 0.0) * f
+            r2y = (ray if ok else 0.0) * f
+            sp = la if stick else (budget if la > 0 else 0.0)
+            if gap[k] > touch:
+                nxp = cx + skin * nx
+                nyp = cy + skin * ny
+            else:
+                nxp = cx
+                nyp = cy
+            posx[a] = nxp
+            posy[a] = nyp
+            endx[a] = nxp + r2x
+            endy[a] = nyp + r2y
+            planes[a, count[a], 0] = nx
+            planes[a, count[a], 1] = ny
+            count[a] += 1
+            moved[a] = True
+            touched[k] = True
+            nrm[k, 0] = nx
+            nrm[k, 1] = ny
+            depth[k] += -cut
+            spent[k] += sp
+            stuck[k] = stick
+            unused[k] = False
+    for a in range(L):
+        if moved[a]:
+            q = owner[a]
+            dx[q, 0] += posx[a] - x1[q, 0]
+            dx[q, 1] += posy[a] - x1[q, 1]
+            x1[q, 0] = posx[a]
+            x1[q, 1] = posy[a]
+
+
+@jit
+def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touched,
+                   stuck):  # pragma: no cover - compiled
+    """``Contacts._project_pairs``: one Jacobi pass, averaged per pair."""
+    P = i.size
+    M = nodes.size
+    skin_f = _as(x, skin)
+    one = _as(x, 1.0)
+    zero = _as(x, 0.0)
+    live = np.empty(P, np.int64)
+    c = np.empty((P, 2), x.dtype)
+    count = np.zeros(M, np.int64)
+    nl = 0
+    for k in range(P):
+        ii = i[k]
+        jj = j[k]
+        ddx = x[jj, 0] - x[ii, 0]
+        ddy = x[jj, 1] - x[ii, 1]
+        dist = math.sqrt(ddx * ddx + ddy * ddy)
+        pen = reach[k] - dist
+        wsum = w[ii] + w[jj]
+        if not (pen > skin_f and dist > 0 and wsum > 0):
+            continue
+        live[nl] = k
+        nl += 1
+        nx = ddx / dist
+        ny = ddy / dist
+        depth[k] += pen
+        touched[k] = True
+        relx = (x[jj, 0] - x0[jj, 0]) - (x[ii, 0] - x0[ii, 0])
+        rely = (x[jj, 1] - x0[jj, 1]) - (x[ii, 1] - x0[ii, 1])
+        rn = relx * nx + rely * ny
+        tx = relx - rn * nx
+        ty = rely - rn * ny
+        lim = mu * depth[k]
+        stick = tx * tx + ty * ty < lim * lim
+        stuck[k] = stick
+        # Normal: split the overlap by inverse mass. Friction: undo the relative slide.
+        # (stick / wsum is 0 for a slide: wsum > 0 here.)
+        s = one / wsum if stick else zero
+        c[k, 0] = (pen / wsum) * nx - tx * s
+        c[k, 1] = (pen / wsum) * ny - ty * s
+        count[a[k]] += 1
+        count[b[k]] += 1
+    if not nl:
+        return
+    # Sums in pair order from zero, the a ends then the b ends, as np.bincount.
+    ta = np.zeros((M, 2))
+    tb = np.zeros((M, 2))
+    for q in range(nl):
+        k = live[q]
+        share = _share(count[a[k]], count[b[k]])
+        c[k, 0] = c[k, 0] * share                  # rounded to the positions' type
+        c[k, 1] = c[k, 1] * share
+        wi = w[i[k]]
+        wj = w[j[k]]
+        ta[a[k], 0] += -wi * c[k, 0]
+        ta[a[k], 1] += -wi * c[k, 1]
+        tb[b[k], 0] += wj * c[k, 0]
+        tb[b[k], 1] += wj * c[k, 1]
+    for mm in range(M):
+        p = nodes[mm]
+        sx = ta[mm, 0] + tb[mm, 0]
+        sy = ta[mm, 1] + tb[mm, 1]
+        x[p, 0] += sx
+        x[p, 1] += sy
+        dx[p, 0] += sx
+        dx[p, 1] += sy
+
+
+@jit
+def project(x, w, x0, dx, r, skin, cp, cg, mu, ref, depth, touched, stuck, nrm, spent,
+            kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb,
+            nodes, reach, pmu, pdepth, ptouched, pstuck):  # pragma: no cover - compiled
+    """``Contacts.project``: the particle pairs, then the shapes and walls, each
+    contact after the previous one (a particle's contacts in the reference's
+    order; different particles do not interact here)."""
+    if pi.size:
+        _project_pairs(x, w, x0, dx, skin, pi, pj, pa, pb, nodes, reach, pmu, pdepth,
+                       ptouched, pstuck)
+    for c in range(cp.size):
+        q = cp[c]
+        d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows, geo,
+                              pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
+                              x0[q, 1])
+        pen = r[q] - d
+        if not (pen > 0 and w[q] > 0):
+            continue
+        cx = (pen + skin) * nx
+        cy = (pen + skin) * ny
+        x[q, 0] += cx
+        x[q, 1] += cy
+        depth[c] += pen
+        touched[c] = True
+        nrm[c, 0] = nx
+        nrm[c, 1] = ny
+        relx = x[q, 0] - x0[q, 0]
+        rely = x[q, 1] - x0[q, 1]
+        rn = relx * nx + rely * ny
+        tx = relx - rn * nx
+        ty = rely - rn * ny
+        tl = math.sqrt(tx * tx + ty * ty)
+        budget = mu[c] * depth[c] - spent[c]
+        stick = tl < budget
+        stuck[c] = stick
+        f = 1.0 if stick else (budget / tl if budget > 0 else 0.0)
+        spent[c] += tl if stick else _max(budget, 0.0)
+        fx = tx * f
+        fy = ty * f
+        cx -= fx
+        cy -= fy
+        x[q, 0] -= fx
+        x[q, 1] -= fy
+        dx[q, 0] += cx
+        dx[q, 1] += cy
+
+
+@jit
+def _stop_k(vn, vn_ref, mu):  # pragma: no cover - compiled
+    """``_stop``: the inelastic rule, ``(change, friction budget)``."""
+    new = _min(_max(vn, 0.0), _max(vn_ref, 0.0))
+    return new - vn, mu * _max(new - vn_ref, 0.0)
+
+
+@jit
+def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e, mu,
+                 used):  # pragma: no cover - compiled
+    """The shape contacts' part of ``Contacts._velocity_sweep`` (``_shape_velocity``
+    per contact, one after another); returns the largest change."""
+    change = 0.0
+    for c in range(cp.size):
+        if not cact[c]:
+            continue
+        q = cp[c]
+        nx = cnx[c]
+        ny = cny[c]
+        vn = v[q, 0] * nx + v[q, 1] * ny
+        if bounce:
+            vn0 = v_start[q, 0] * nx + v_start[q, 1] * ny
+            target = -e[c] * vn0 if vn0 < -v_th else 0.0
+            if target > 0:
+                bounced[q] = True
+            dvn = _max(target - vn, 0.0)
+            budget = mu[c] * dvn
+        else:
+            dvn, budget = _stop_k(vn, v_ref[q, 0] * nx + v_ref[q, 1] * ny, mu[c])
+            budget = _max(budget - used[c], 0.0)
+        vtx = v[q, 0] - vn * nx
+        vty = v[q, 1] - vn * ny
+        vtl = math.sqrt(vtx * vtx + vty * vty)
+        dvt = _min(budget, vtl)
+        if not bounce:
+            used[c] += dvt
+        s = dvt / vtl if vtl != 0 else dvt
+        v[q, 0] += dvn * nx - s * vtx
+        v[q, 1] += dvn * ny - s * vty
+        size = abs(dvn) + dvt
+        if size > change:
+            change = size
+    return change
+
+
+@jit
+def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck,
+                aref, aused, e, mu, nodes, dn, dt, sv, vtx, vty, size, live, count, da,
+                db):  # pragma: no cover - compiled
+    """``Contacts._pair_velocity``: one Jacobi sweep over the pairs in contact,
+    averaged as in the projection; returns the largest change.
+
+    The pairs come as a compact list (``ai, aj`` particles, ``aa, ab`` their rows of
+    ``nodes``, the normal, ``afi = -wi/(wi + wj)``, ``afj = wj/(wi + wj)``, whether
+    it stuck, ``aref`` the pre-contact normal velocity, ``aused`` the friction spent
+    by earlier sweeps), in the reference's pair order; the rest is scratch."""
+    na = ai.size
+    top = 0.0
+    for s in range(na):
+        ii = ai[s]
+        jj = aj[s]
+        nx = anx[s]
+        ny = any_[s]
+        vrx = v[jj, 0] - v[ii, 0]
+        vry = v[jj, 1] - v[ii, 1]
+        vn = vrx * nx + vry * ny
+        if bounce:
+            target = -e * vn if -vn > v_th else 0.0
+            if target > 0:
+                bounced[ii] = True
+                bounced[jj] = True
+            d = _max(target - vn, 0.0)
+            budget = mu * d
+        else:
+            d, budget = _stop_k(vn, aref[s], mu)
+            budget = _max(budget - aused[s], 0.0)
+        tx = vrx - vn * nx
+        ty = vry - vn * ny
+        vtl = math.sqrt(tx * tx + ty * ty)
+        t = vtl if astuck[s] else _min(budget, vtl)
+        dn[s] = d
+        dt[s] = t
+        sv[s] = t / vtl if vtl != 0 else t
+        vtx[s] = tx
+        vty[s] = ty
+        size[s] = abs(d) + t
+        top = _max(top, size[s])
+    # As in the projection: round-off changes (touching balls at rest) do not count.
+    floor = 1e-9 + 1e-6 * top
+    count[:] = 0
+    nl = 0
+    for s in range(na):
+        if size[s] > floor:
+            live[nl] = s
+            nl += 1
+            count[aa[s]] += 1
+            count[ab[s]] += 1
+    if not nl:
+        return 0.0
+    da[:] = 0.0
+    db[:] = 0.0
+    change = 0.0
+    for q in range(nl):
+        s = live[q]
+        share = _share(count[aa[s]], count[ab[s]])
+        if not bounce:
+            aused[s] += dt[s] * share
+        # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
+        dvx = (dn[s] * anx[s] - sv[s] * vtx[s]) * share
+        dvy = (dn[s] * any_[s] - sv[s] * vty[s]) * share
+        da[aa[s], 0] += afi[s] * dvx
+        da[aa[s], 1] += afi[s] * dvy
+        db[ab[s], 0] += afj[s] * dvx
+        db[ab[s], 1] += afj[s] * dvy
+        if size[s] > change:
+            change = size[s]
+    for mm in range(nodes.size):
+        if count[mm]:   # others gain exactly 0 (and are not in contact: not filled)
+            p = nodes[mm]
+            v[p, 0] += da[mm, 0] + db[mm, 0]
+            v[p, 1] += da[mm, 1] + db[mm, 1]
+    return change
+
+
+@jit
+def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
+                    used, pairs):  # pragma: no cover - compiled
+    """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
+    active ones, packed in ``pairs``); returns the largest change."""
+    change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
+                          e, mu, used)
+    (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, scratch,
+     live, count, da, db) = pairs
+    if ai.size:
+        change = max(change, _pair_sweep(
+            v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref,
+            aused, pe, pmu, nodes, scratch[0], scratch[1], scratch[2], scratch[3],
+            scratch[4], scratch[5], live, count, da, db))
+    return change
+
+
+@jit
+def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
+           sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
+           pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
+           pmu, ptouched, pstuck):  # pragma: no cover - compiled
+    """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` for
+    position-based integrators; ``gain`` is ``fold_gain / h`` for the others) on the
+    contact rows. Returns False when no contact was active (nothing written)."""
+    n = x.shape[0]
+    touch_f = _as(x, touch)
+    C = cp.size
+    P = pi.size
+    cact = np.zeros(C, np.bool_)
+    cnx = np.empty(C)
+    cny = np.empty(C)
+    active = False
+    for c in range(C):
+        q = cp[c]
+        if touched[c]:          # a hit or a push keeps its own normal
+            cnx[c] = nrm[c, 0]
+            cny[c] = nrm[c, 1]
+            cact[c] = w[q] > 0
+        else:
+            d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows,
+                                  geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
+                                  x0[q, 0], x0[q, 1])
+            cnx[c] = nx
+            cny[c] = ny
+            cact[c] = d < r[q] + touch_f and w[q] > 0
+        active |= cact[c]
+    # The pairs in contact, as a compact list with what every sweep reuses.
+    ai = np.empty(P, np.int64)
+    aj = np.empty(P, np.int64)
+    aa = np.empty(P, np.int64)
+    ab = np.empty(P, np.int64)
+    anx = np.empty(P, x.dtype)
+    any_ = np.empty(P, x.dtype)
+    afi = np.empty(P, x.dtype)
+    afj = np.empty(P, x.dtype)
+    astuck = np.empty(P, np.bool_)
+    na = 0
+    for k in range(P):
+        ii = pi[k]
+        jj = pj[k]
+        ddx = x[jj, 0] - x[ii, 0]
+        ddy = x[jj, 1] - x[ii, 1]
+        dist = math.sqrt(ddx * ddx + ddy * ddy)
+        wsum = w[ii] + w[jj]
+        if (ptouched[k] or dist < reach[k] + touch_f) and dist > 0 and wsum > 0:
+            ai[na] = ii
+            aj[na] = jj
+            aa[na] = pa[k]
+            ab[na] = pb[k]
+            anx[na] = ddx / dist
+            any_[na] = ddy / dist
+            fi = w[ii] / wsum
+            afi[na] = -fi
+            afj[na] = fi if w[jj] == w[ii] else w[jj] / wsum    # same operands: same bits
+            astuck[na] = pstuck[k]
+            na += 1
+    if not active and not na:
+        return False
+    # The particles in contact (pinned ends of pairs included: the sweeps read them);
+    # only their rows of the velocity views are ever read, so only they are filled.
+    seen = np.zeros(n, np.bool_)
+    rowlist = np.empty(C + 2 * na, np.int64)
+    nr = 0
+    for c in range(C):
+        q = cp[c]
+        if cact[c] and not seen[q]:
+            seen[q] = True
+            rowlist[nr] = q
+            nr += 1
+    for s in range(na):
+        for q in (ai[s], aj[s]):
+            if not seen[q]:
+                seen[q] = True
+                rowlist[nr] = q
+                nr += 1
+    # The two views: v_pos (what the positions say) and v_pre (without dx).
+    h_f = _as(x, h)
+    v_pos = np.empty_like(x)
+    v_pre = np.empty((n, 2))
+    v_imp = np.empty((n, 2))
+    bounced = np.empty(n, np.bool_)
+    top = 0.0
+    for t in range(nr):
+        q = rowlist[t]
+        for k in range(2):
+            if position_based:
+                v_pos[q, k] = (x[q, k] - x0[q, k]) / h_f
+                v_pre[q, k] = v_pos[q, k] - dx[q, k] / h
+            else:
+                v_pos[q, k] = v[q, k]
+                v_pre[q, k] = v_pos[q, k] - gain * dx[q, k]
+            v_imp[q, k] = v_pre[q, k]
+        bounced[q] = False
+        if w[q] > 0:
+            top = _max(top, abs(v_pre[q, 0]))
+            top = _max(top, abs(v_pre[q, 1]))
+    tol = 1e-9 * (1.0 + top)
+    # Each pair's pre-contact normal velocity: _may_bounce's test and _stop's reference.
+    aref = np.empty(na)
+    for s in range(na):
+        ii = ai[s]
+        jj = aj[s]
+        aref[s] = ((v_pre[jj, 0] - v_pre[ii, 0]) * anx[s]
+                   + (v_pre[jj, 1] - v_pre[ii, 1]) * any_[s])
+    # _may_bounce: a shape contact with restitution approaching faster than v_th, or
+    # a particle pair approaching that fast.
+    bounce = False
+    for c in range(C):
+        q = cp[c]
+        if cact[c] and e[c] > 0 and v_start[q, 0] * cnx[c] + v_start[q, 1] * cny[c] < -v_th:
+            bounce = True
+            break
+    if not bounce and pe > 0:
+        for s in range(na):
+            if aref[s] < -v_th:
+                bounce = True
+                break
+    M = nodes.size
+    scratch = np.empty((6, na))
+    live = np.empty(na, np.int64)
+    count = np.zeros(M, np.int64)
+    da = np.empty((M, 2))
+    db = np.empty((M, 2))
+    used = np.zeros(C)
+    aused = np.zeros(na)
+    pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
+             afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, scratch, live, count,
+             da, db)
+    for _ in range(max(sweeps, 4) if bounce else 0):
+        if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
+                           cny, e, mu, used, pairs) <= tol:
+            break
+    # The friction the positions already took is in v_pos (its share of it for a
+    # velocity integrator's fold): the inelastic sweeps only add the rest.
+    g_used = 1.0 / h if position_based else gain
+    for c in range(C):
+        used[c] = spent[c] * g_used
+    for _ in range(max(sweeps, 2)):
+        if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
+                           cny, e, mu, used, pairs) <= tol:
+            break
+    for t in range(nr):
+        q = rowlist[t]
+        if not w[q] > 0:
+            continue
+        if bounced[q]:
+            vx = v_imp[q, 0]
+            vy = v_imp[q, 1]
+        else:
+            vx = np.float64(v_pos[q, 0])
+            vy = np.float64(v_pos[q, 1])
+        if position_based:
+            x_prev[q, 0] = x[q, 0] - h * vx
+            x_prev[q, 1] = x[q, 1] - h * vy
+        v[q, 0] = vx
+        v[q, 1] = vy
+    return True
+
+# ---------------------------------------------------------------- a whole frame
+
+@jit
+def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iterations,
+          sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+          zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
+          bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min,
+          touch_min, margin, brute_pairs, max_cells, collide, exclude, valid, pi, pj,
+          pa, pb, nodes, reach, x_ref, pskin, new_skin):  # pragma: no cover - compiled
+    """A whole frame of ``rc.size`` substeps of a Verlet-family world with contacts
+    (and links), gravity its only force: what ``World._substep`` does, substep by
+    substep, in one call. The same operations in the same order, so the same bits
+    (tested against the substep path), without a dozen Python calls a substep.
+
+    Per substep ``s``: ``v_old = v``; the position step over ``x_prev``
+    (``kernels.verlet_step`` with ``c1 = 0``: the velocity "later") and the two
+    buffers swap roles; ``begin``; the Verlet list checked (``max_moved2`` against
+    half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
+    ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
+    ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
+    (``links``: one thread) and the contacts' ``project``; ``v += (x - x_prev) c1``
+    (``add_scaled_difference``); ``finish`` (position based, ``sweeps``).
+
+    Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
+    swaps the two) and the Verlet list as it stands: ``valid, pi, pj, pa, pb,
+    nodes, reach, x_ref, pskin``.
+    """
+    n = x.shape[0]
+    X = x
+    PX = x_prev
+    zero = c1s[0] - c1s[0]
+    steps = rc.size
+    z = np.zeros(0, np.int64)
+    zr = np.zeros(0, r.dtype)
+    for s in range(steps):
+        for k in range(n):
+            v_old[k, 0] = v[k, 0]
+            v_old[k, 1] = v[k, 1]
+        _verlet_step(X, PX, a, rc[s], ca[s], zero, c2s[s], v)
+        X, PX = PX, X
+        dx[:] = 0.0
+        (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, skin,
+         touch) = begin(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
+                        pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
+                        dims, e_def, mu_def, eps, skin_min, touch_min, margin,
+                        brute_pairs, max_cells)
+        use = False
+        if collide:
+            if not (valid and max_moved2(X, x_ref) < (0.5 * pskin) ** 2):
+                pi, pj, pa, pb, nodes, reach = pair_list(X, r, new_skin, exclude)
+                x_ref = X.copy()
+                pskin = new_skin
+                valid = True
+            use = pi.size > 0 and any_moving(pi, pj, w)
+        if use:
+            qi, qj, qa, qb, qn, qr = pi, pj, pa, pb, nodes, reach
+        else:
+            qi, qj, qa, qb, qn, qr = z, z, z, z, z, zr
+        have = cp.size > 0 or use
+        P = qi.size
+        pdepth = np.zeros(P)
+        ptouched = np.zeros(P, np.bool_)
+        pstuck = np.zeros(P, np.bool_)
+        if zero_lam:
+            lam[:] = 0
+        for _ in range(iterations):
+            if links:
+                _project_batches(X, w, ci, cj, rest, compliance, kind, plan, offsets,
+                                 inv_h2, lam, 2**62)
+            if have:
+                project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
+                        nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                        bnorm, bedge, qi, qj, qa, qb, qn, qr, mu_def, pdepth, ptouched,
+                        pstuck)
+        _add_scaled_difference(v, X, PX, c1s[s])
+        if have:
+            finish(X, PX, v, PX, w, r, dx, v_old, True, 0.0, h, v_th, touch, sweeps, cp,
+                   cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
+                   pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa, qb, qn, qr,
+                   e_def, mu_def, ptouched, pstuck)
+    return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
+
+
+_threads = []
+
+
+def launch_threads() -> None:
+    """Dispatch the links' sweep (``kernels._project_batches``, ``parallel=True``)
+    once from Python before the first :func:`frame`. ``frame`` is a serial kernel
+    that calls it: loaded from numba's disk cache into a process where no parallel
+    kernel has run yet, the threading layer's entry points it calls are unresolved
+    and the call jumps to address 0 (a segfault on the second run, the first that
+    loads the cache). Dispatching a parallel kernel resolves them."""
+    if not _threads:
+        z = np.zeros(0, np.int64)
+        _project_batches(np.zeros((0, 2)), np.zeros(0), z, z, np.zeros(0), np.zeros(0),
+                         np.zeros(0, np.int8), np.zeros((0, 6), np.int64),
+                         np.zeros(1, np.int64), 1.0, np.zeros(0), 2**62)
+        _threads.append(True)
