@@ -170,13 +170,11 @@ def _prepare_numba() -> None:
 
 
 def cmd_check(args) -> int:
-    _prepare_numba()
     from sandbox.headless import run_check
     return run_check(args.files)
 
 
 def cmd_simulate(args) -> int:
-    _prepare_numba()
     from sandbox.headless import run_simulate
     return run_simulate(args)
 
@@ -327,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["play", *argv])
+    _prepare_numba()            # every command: a cache that cannot be written falls back
     return int(args.func(args) or 0)
 
 

@@ -83,3 +83,22 @@ def test_no_writable_numba_cache_falls_back_with_one_warning(tmp_path):
     assert r.returncode == 0 and r.stdout.startswith(f"wrote {out}: 3 steps"), r.stderr
     assert r.stderr.count("\n") == 1 and "using the numpy kernels" in r.stderr
     _finite(out)
+
+
+
+def test_every_command_settles_the_cache_first(tmp_path, monkeypatch):
+    """main() settles numba's cache (or its fallback, tested above for check and
+    simulate) before any command runs, not only check and simulate."""
+    import json
+
+    import main as cli
+    calls = []
+    monkeypatch.setattr(cli, "_prepare_numba", lambda: calls.append(1))
+    rep = tmp_path / "r.replay.json"
+    rep.write_text(json.dumps({
+        "format": "verlet-sandbox replay", "version": 1,
+        "level": {"name": "rope", "text": (ROOT / "levels" / "rope.toml").read_text()},
+        "frames": [[1 / 60]], "events": [], "final_hash": ""}))
+    cli.main(["replay", str(rep), "--headless"])
+    cli.main(["check", "rope"])
+    assert calls == [1, 1]
