@@ -319,35 +319,11 @@ def _check_out(out: Path, inputs: list[Path], force: bool) -> str | None:
 
 
 def _read_trace(path: Path):
-    """A step trace (``sandbox.sim.timestep.StepTrace``) from a regular file of at most
-    64 MiB; ValueError with one line otherwise."""
-    from .sim.atomic import FileTooLarge, read_bounded
+    """A step trace (``sandbox.sim.timestep.StepTrace.load``: a regular file of at most
+    64 MiB, every line checked); ValueError with one line otherwise."""
     from .sim.timestep import StepTrace
 
-    try:
-        text = read_bounded(path, 64 << 20).decode("utf-8")
-    except FileTooLarge:
-        raise ValueError(f"{_show(path)}: larger than 64 MiB; not a step trace") from None
-    except OSError as e:
-        raise ValueError(f"{_show(path)}: cannot read the trace: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{_show(path)}: not a step trace (not UTF-8 text)") from None
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("# verlet-sandbox step trace v1"):
-        raise ValueError(f"{_show(path)}: line 1: expected the header "
-                         "'# verlet-sandbox step trace v1'")
-    frames = []
-    for no, line in enumerate(lines[1:], start=2):
-        try:
-            steps = [float.fromhex(tok) for tok in line.split()]
-        except (ValueError, OverflowError):
-            raise ValueError(f"{_show(path)}: line {no}: expected steps as float.hex "
-                             "numbers") from None
-        if len(steps) > 64 or not all(math.isfinite(h) and 0 < h <= 10.0 for h in steps):
-            raise ValueError(f"{_show(path)}: line {no}: expected at most 64 steps, each "
-                             "> 0 and <= 10 s")
-        frames.append(steps)
-    return StepTrace(frames)
+    return StepTrace.load(path, _show(path))
 
 
 def _plan_bound(level, policy, dt: float, frames: int) -> int:

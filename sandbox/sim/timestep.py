@@ -250,28 +250,39 @@ class StepTrace:
         lines += [" ".join(float(h).hex() for h in f) for f in self.frames]
         atomic_write_text(path, "\n".join(lines) + "\n")
 
+    #: Limits of a trace file: its size, the steps of one frame, one step's length (s).
+    MAX_BYTES, MAX_STEPS, MAX_H = 64 << 20, 64, 10.0
+
     @classmethod
-    def load(cls, path: str | os.PathLike) -> StepTrace:
-        """Read a trace; ``ValueError`` naming the file and line for anything malformed."""
-        path = Path(path)
+    def load(cls, path: str | os.PathLike, shown: str | None = None) -> StepTrace:
+        """Read a trace from a regular file of at most ``MAX_BYTES``; ``ValueError``
+        naming the file (as ``shown``, if given) and the line for anything malformed."""
+        from .atomic import FileTooLarge, read_bounded
+
+        name = shown if shown is not None else str(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path}: cannot read step trace: {e}") from None
+            text = read_bounded(path, cls.MAX_BYTES).decode("utf-8")
+        except FileTooLarge:
+            raise ValueError(f"{name}: larger than 64 MiB; not a step trace") from None
+        except OSError as e:
+            raise ValueError(f"{name}: cannot read step trace: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{name}: cannot read step trace: not UTF-8 text") from None
         lines = text.splitlines()
         if not lines or not lines[0].startswith("# verlet-sandbox step trace v1"):
-            raise ValueError(f"{path}: line 1: expected the header "
+            raise ValueError(f"{name}: line 1: expected the header "
                              "'# verlet-sandbox step trace v1'")
         frames = []
         for no, line in enumerate(lines[1:], start=2):
             try:
                 steps = [float.fromhex(tok) for tok in line.split()]
             except (ValueError, OverflowError):
-                raise ValueError(f"{path}: line {no}: expected steps as float.hex numbers") \
+                raise ValueError(f"{name}: line {no}: expected steps as float.hex numbers") \
                     from None
-            for h in steps:
-                if not (math.isfinite(h) and h > 0):
-                    raise ValueError(f"{path}: line {no}: step {h!r} is not positive and finite")
+            if len(steps) > cls.MAX_STEPS or not all(
+                    math.isfinite(h) and 0 < h <= cls.MAX_H for h in steps):
+                raise ValueError(f"{name}: line {no}: expected at most {cls.MAX_STEPS} "
+                                 f"steps, each positive, finite and <= {cls.MAX_H:g} s")
             frames.append(steps)
         return cls(frames)
 
