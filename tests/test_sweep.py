@@ -145,48 +145,77 @@ def _dask_cli() -> Path:
     return exe if exe.exists() else Path(shutil.which("dask") or "dask")
 
 
-@pytest.fixture
-def loopback_cluster(tmp_path):
-    """``dask scheduler`` and ``dask worker`` as separate processes on 127.0.0.1, started
+class _Loopback:
+    """``dask scheduler`` and ``dask worker`` processes on 127.0.0.1 as a user starts them,
     in an empty folder without PYTHONPATH: the workers cannot import the sandbox."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    home = tmp_path / "cluster"
-    home.mkdir()
-    sched_file = home / "scheduler.json"
-    procs = []
-    try:
-        procs.append(subprocess.Popen(
-            [str(_dask_cli()), "scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(sched_file)],
-            cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True))
+
+    def __init__(self, home: Path):
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        self.home = home
+        self.procs: list[subprocess.Popen] = []
+        self.address = ""
+        self.workers = 0
+
+    def _spawn(self, *args, stderr=subprocess.DEVNULL) -> subprocess.Popen:
+        p = subprocess.Popen([str(_dask_cli()), *args], cwd=self.home, env=self.env,
+                             stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def start_scheduler(self) -> None:
+        sched_file = self.home / "scheduler.json"
+        p = self._spawn("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                        "--scheduler-file", str(sched_file), stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while not sched_file.exists() and time.monotonic() < deadline:
-            if procs[0].poll() is not None:
+            if p.poll() is not None:
                 pytest.skip("the dask CLI cannot start a scheduler here: "
-                            + procs[0].stderr.read().decode()[-500:])
+                            + p.stderr.read().decode()[-500:])
             time.sleep(0.2)
         if not sched_file.exists():
             pytest.skip("dask scheduler wrote no scheduler file within 60 s")
-        address = json.loads(sched_file.read_text())["address"]
-        assert address.startswith("tcp://127.0.0.1:")
-        procs.append(subprocess.Popen(
-            [str(_dask_cli()), "worker", address, "--nworkers", "2", "--nthreads", "1",
-             "--no-dashboard", "--local-directory", str(home / "workers")],
-            cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True))
-        yield address
-    finally:
+        self.address = json.loads(sched_file.read_text())["address"]
+        assert self.address.startswith("tcp://127.0.0.1:")
+
+    def add_workers(self, n: int) -> None:
+        """Start ``n`` one-thread worker processes and wait until all have joined."""
+        self._spawn("worker", self.address, "--nworkers", str(n), "--nthreads", "1",
+                    "--no-dashboard", "--local-directory", str(self.home / "workers"))
+        self.workers += n
+        from distributed import Client
+        with Client(self.address, timeout="20s") as c:
+            c.wait_for_workers(self.workers, timeout=90)
+
+    def stop(self) -> None:
         # Each was started in its own session: its group holds it and its worker processes.
-        for p in reversed(procs):
+        for p in reversed(self.procs):
             _signal_group(p, signal.SIGTERM)
-        for p in reversed(procs):
+        for p in reversed(self.procs):
             try:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
             _signal_group(p, signal.SIGKILL)
             p.wait(timeout=10)
+
+
+@pytest.fixture
+def loopback(tmp_path):
+    home = tmp_path / "cluster"
+    home.mkdir()
+    cluster = _Loopback(home)
+    try:
+        cluster.start_scheduler()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def loopback_cluster(loopback):
+    """The address of a loopback scheduler with two worker processes connected."""
+    loopback.add_workers(2)
+    return loopback.address
 
 
 def _signal_group(p: subprocess.Popen, sig) -> None:
@@ -214,6 +243,21 @@ def test_scheduler_flag_runs_a_sweep_on_separate_processes_like_serial(loopback_
     for f in ("escape_map.csv", "escape_map.txt"):
         assert (tmp_path / "cluster" / f).read_bytes() == (tmp_path / "serial" / f).read_bytes()
     assert not (tmp_path / "cluster" / ".sweeps").exists()
+
+
+def test_a_worker_that_joins_after_the_code_check_gets_the_package_too(loopback):
+    """The race CI met: ``dask worker --nworkers 2`` had one process connected when the
+    runner sent the package, and the other ran every task it got without ``sandbox``."""
+    from sandbox.lab.sweep import _worker_functions, code_fingerprint
+    loopback.add_workers(1)
+    with Runner(scheduler=loopback.address, log=lambda s: None) as runner:
+        client = runner.client()                      # checks and sends the code now
+        loopback.add_workers(1)                       # joins afterwards
+        info = client.run(_worker_functions()["code_info"])
+        assert len(info) == 2
+        assert {i[2] for i in info.values()} == {code_fingerprint()}, info
+        r = run_sweep(sm.map_rows, MAP_CASES, runner)
+    assert _bytes(r.results) == _bytes(run_sweep(sm.map_rows, MAP_CASES).results)
 
 
 def test_an_unreachable_scheduler_is_one_clear_line(tmp_path):

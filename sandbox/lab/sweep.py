@@ -167,6 +167,18 @@ def install(data, tag, dask_worker=None):
     if root not in sys.path:
         sys.path.insert(0, root)
     return root
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+class InstallPlugin(WorkerPlugin):
+    """Installs the package on every worker of the cluster, those that join later too
+    (the scheduler runs ``setup`` on each worker as it connects)."""
+
+    def __init__(self, data, tag):
+        self.data, self.tag = data, tag
+
+    def setup(self, worker):
+        install(self.data, self.tag, worker)
 '''
 
 
@@ -459,8 +471,12 @@ def ensure_code(client, log: Callable[[str], None]) -> None:
     info = client.run(funcs["code_info"])
     if not all(ok(i) for i in info.values()):
         stale = {w: i for w, i in info.items() if i[2] is not None and not ok(i)}
-        log(f"sending the sandbox package ({ours[2]}) to {len(info)} worker(s)")
-        client.run(funcs["install"], _package_zip(), ours[2])
+        log(f"sending the sandbox package ({ours[2]}) to the cluster's workers")
+        # A plugin, not a one-off run: a worker that joins after this check (a
+        # ``dask worker --nworkers 2`` whose second process is still starting) gets the
+        # package from the scheduler as it connects.
+        client.register_plugin(funcs["InstallPlugin"](_package_zip(), ours[2]),
+                               name=f"verlet-sandbox-code-{ours[2]}")
         info = client.run(funcs["code_info"])
         bad = {w: i for w, i in info.items() if not ok(i)}
         if bad:
