@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 LEVELS_DIR = ROOT / "levels"
+#: The benchmark's scenes: ``levels/bench/<name>.toml``, found as ``bench:<name>``.
+BENCH_DIR = LEVELS_DIR / "bench"
+BENCH_PREFIX = "bench:"
 
 #: Larger files are rejected before they are read into the TOML parser.
 MAX_BYTES = 1 << 20
@@ -84,14 +87,16 @@ class LevelError(ValueError):
     gives one line per error, each prefixed with the path, ready to print.
     """
 
-    def __init__(self, path: str | os.PathLike, errors: list[str]) -> None:
-        # What a file says is quoted, never obeyed: no line breaks, no ESC, bounded.
+    def __init__(self, path: str | os.PathLike, errors: list[str], limit: int = 300) -> None:
+        # What a file says is quoted, never obeyed: no line breaks, no ESC, bounded
+        # (``limit`` characters an error: more only for lists of our own names).
         self.path = printable(os.fspath(path), 200)
-        self.errors = [printable(str(e), 300) for e in errors]
+        self.limit = limit
+        self.errors = [printable(str(e), limit) for e in errors]
         super().__init__("\n".join(f"{self.path}: {e}" for e in self.errors))
 
-    def __reduce__(self):   # picklable (worker processes) despite the two arguments
-        return (type(self), (self.path, self.errors))
+    def __reduce__(self):   # picklable (worker processes) despite the arguments
+        return (type(self), (self.path, self.errors, self.limit))
 
 
 # Characters that move the cursor, start escape sequences, break or reorder lines.
@@ -281,6 +286,8 @@ class View(_Spec):
 # --------------------------------------------------------------------------- bodies
 
 Mass = Annotated[Positive, Field(description="mass of each particle, kg")]
+Seed = Annotated[Int, Field(ge=0, lt=2**63, description="random seed: the same seed "
+                                                          "builds the same body")]
 Radius = Annotated[NonNeg, Field(description="collision/draw radius of each particle, m")]
 Compliance = Annotated[NonNeg, Field(description="XPBD compliance, m/N; 0 = rigid")]
 
@@ -453,6 +460,44 @@ class Balls(_Spec):
     mass: Mass = 0.1
 
 
+class BallBlock(_Spec):
+    """A block of free balls in straight columns, each nudged by a seeded random offset
+    (the benchmark's pile; set ``world.collide_particles``)."""
+
+    type: Literal["ball_block"] = "ball_block"
+    cols: Annotated[Int, Field(ge=1, le=200)] = Field(40, description="balls across")
+    rows: Annotated[Int, Field(ge=1, le=200)] = Field(50, description="balls up")
+    spacing: Positive = Field(0.11, description="distance between neighbours, m")
+    bottom_center: Vec2 = Field((0.0, 0.0), description="middle of the bottom row, m")
+    radius: Radius = 0.05
+    mass: Mass = 0.05
+    jitter: NonNeg = Field(0.001, description="random offset of each ball (standard "
+                                              "deviation per axis), m; at most spacing")
+    seed: Seed = 0
+
+    @model_validator(mode="after")
+    def _jitter_within_spacing(self):
+        if self.jitter > self.spacing:
+            raise _fail("ball_block", "expected a number <= spacing ({spacing})",
+                        field="jitter", spacing=self.spacing)
+        return self
+
+
+class NbodyDisc(_Spec):
+    """Equal bodies scattered over a disc (seeded) on near-circular orbits about its
+    centre under their own gravity (needs ``world.G > 0``): the benchmark's n-body scene."""
+
+    type: Literal["nbody_disc"] = "nbody_disc"
+    n: Annotated[Int, Field(ge=2, le=MAX_NBODY)] = Field(100, description="bodies")
+    center: Vec2 = Field((0.0, 0.0), description="centre of the disc, m")
+    disc_radius: Positive = Field(10.0, description="radius of the disc, m")
+    total_mass: Positive = Field(100.0, description="mass of all bodies together, kg")
+    spread: NonNeg = Field(0.1, description="random velocity (standard deviation per axis) "
+                                            "as a fraction of the mean circular speed")
+    radius: Radius = 0.05
+    seed: Seed = 0
+
+
 class Particles(_Spec):
     """Free particles at the given points (what build mode's particle and ball tools
     place)."""
@@ -539,7 +584,7 @@ class SpringPendulum(_Spec):
 
 Body = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
                        DoublePendulum, Cradle, Orbit, Balls, SpringChain, SpringPendulum,
-                       Particles, Links, Chain],
+                       Particles, Links, Chain, BallBlock, NbodyDisc],
                  Field(discriminator="type")]
 
 
@@ -620,11 +665,11 @@ class Level(_Spec):
     @model_validator(mode="after")
     def _orbits_need_gravity(self):
         # Checked here, at the boundary, rather than as a ValueError inside the builder.
-        orbits = [i for i, b in enumerate(self.bodies) if b.type == "orbit"]
+        orbits = [i for i, b in enumerate(self.bodies) if b.type in ("orbit", "nbody_disc")]
         if orbits and self.world.G <= 0:
-            raise _fail("orbit", "expected a number > 0: bodies[{i}] is an orbit, which "
+            raise _fail("orbit", "expected a number > 0: bodies[{i}] is an {kind}, which "
                                  "needs n-body gravity", field="world.G", got=self.world.G,
-                        i=orbits[0])
+                        i=orbits[0], kind=self.bodies[orbits[0]].type)
         return self
 
     @model_validator(mode="after")
@@ -710,6 +755,8 @@ _TOTALS: dict[str, Callable[[Any], Totals]] = {
     "particles": lambda b: Totals(len(b.points), 0, 0),
     "links": lambda b: Totals(0, len(b.pairs), 0),
     "chain": lambda b: Totals(len(b.points), len(b.points) - 1, 0),
+    "ball_block": lambda b: Totals(b.cols * b.rows, 0, 0),
+    "nbody_disc": lambda b: Totals(b.n, 0, 0),
 }
 
 
@@ -727,7 +774,8 @@ def level_totals(level: Level) -> Totals:
 BODY_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m
     for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit,
-              Balls, SpringChain, SpringPendulum, Particles, Links, Chain)}
+              Balls, SpringChain, SpringPendulum, Particles, Links, Chain, BallBlock,
+              NbodyDisc)}
 SHAPE_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m for m in (Circle, Segment, Polygon, Box)}
 
@@ -1082,19 +1130,37 @@ def level_names() -> list[str]:
     return sorted(p.stem for p in LEVELS_DIR.glob("*.toml"))
 
 
+def bench_level_names() -> list[str]:
+    """The benchmark's scenes, by name (``levels/bench/<name>.toml``, opened as
+    ``bench:<name>``), sorted. Not among :func:`level_names`: the window's level list
+    stays the lessons."""
+    return sorted(p.stem for p in BENCH_DIR.glob("*.toml"))
+
+
 def find_level(name_or_path: str | os.PathLike) -> Path:
-    """``cloth`` -> ``levels/cloth.toml``; anything with a suffix or a folder is a path.
+    """``cloth`` -> ``levels/cloth.toml``, ``bench:cloth200_shear`` ->
+    ``levels/bench/cloth200_shear.toml``; anything with a suffix or a folder is a path.
 
     Shipped levels are shown relative to the working directory when they are below
     it, so messages read ``levels/cloth.toml``.
     """
-    p = Path(name_or_path)
-    if p.suffix or len(p.parts) != 1:
-        return p
-    candidate = LEVELS_DIR / f"{p.name}.toml"
-    if not candidate.is_file():
-        raise LevelError(str(name_or_path), [
-            f"unknown level; expected a file or one of: {', '.join(level_names())}"])
+    text = os.fspath(name_or_path)
+    if isinstance(text, str) and text.startswith(BENCH_PREFIX):
+        name = text[len(BENCH_PREFIX):]
+        candidate = BENCH_DIR / f"{name}.toml"
+        # A bare name only: bench:../cloth is not a way into other folders.
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name) or not candidate.is_file():
+            raise LevelError(text, [
+                f"unknown benchmark scene; expected {BENCH_PREFIX}NAME, NAME one of: "
+                f"{', '.join(bench_level_names())}"], limit=1000)
+    else:
+        p = Path(name_or_path)
+        if p.suffix or len(p.parts) != 1:
+            return p
+        candidate = LEVELS_DIR / f"{p.name}.toml"
+        if not candidate.is_file():
+            raise LevelError(str(name_or_path), [
+                f"unknown level; expected a file or one of: {', '.join(level_names())}"])
     try:
         return candidate.relative_to(Path.cwd())
     except ValueError:

@@ -159,6 +159,18 @@ def test_every_body_and_shape_round_trips(tmp_path):
     type = "chain"
     points = [[0, 0], [1, 0], [1, 1]]
     pin = "both"
+    [[bodies]]
+    type = "ball_block"
+    cols = 3
+    rows = 2
+    bottom_center = [5, 5]
+    seed = 12345678901234567
+    [[bodies]]
+    type = "nbody_disc"
+    n = 7
+    disc_radius = 2.5
+    spread = 0.0
+    seed = 3
     [[shapes]]
     type = "circle"
     center = [0, 0]
@@ -231,6 +243,22 @@ BAD = [
     ("[world]\nG = 1\n[[bodies]]\ntype = 'orbit'\nmoons = []", "bodies[0].moons",
      "expected at least 1 item"),
     ("[[bodies]]\ntype = 'orbit'", "world.G", "bodies[0] is an orbit"),
+    ("[[bodies]]\ntype = 'rope'\nstart = [0, 0]\nend = [1, 0]\n[[bodies]]\ntype = 'nbody_disc'",
+     "world.G", "expected a number > 0: bodies[1] is an nbody_disc, which needs n-body gravity"),
+    ("[world]\nG = 1\n[[bodies]]\ntype = 'nbody_disc'\nn = 1", "bodies[0].n",
+     "expected an integer >= 2, got 1"),
+    ("[world]\nG = 1\n[[bodies]]\ntype = 'nbody_disc'\nn = 2001", "bodies[0].n",
+     "expected an integer <= 2000, got 2001"),
+    ("[world]\nG = 1\n[[bodies]]\ntype = 'nbody_disc'\nseed = -1", "bodies[0].seed",
+     "expected an integer >= 0, got -1"),
+    ("[world]\nG = 1\n[[bodies]]\ntype = 'nbody_disc'\ntotal_mas = 3", "bodies[0].total_mas",
+     "unknown field (did you mean 'total_mass'?)"),
+    ("[[bodies]]\ntype = 'ball_block'\njitter = 0.2\nspacing = 0.1", "bodies[0].jitter",
+     "expected a number <= spacing (0.1), got 0.2"),
+    ("[[bodies]]\ntype = 'ball_block'\ncols = 0", "bodies[0].cols",
+     "expected an integer >= 1, got 0"),
+    ("[[bodies]]\ntype = 'ball_block'\nseed = 1.5", "bodies[0].seed",
+     "expected an integer, got 1.5"),
     ("[world]\nG = 1\n[[bodies]]\ntype = 'orbit'\n[[bodies.moons]]\ndistance = 2\nspeed = 1",
      "bodies[0].moons[0].speed", "unknown field (did you mean 'speed_factor'?)"),
     ("[[shapes]]\ntype = 'polygon'\npoints = [[0, 0], [1, 1], [1, 0], [0, 1]]",
@@ -336,6 +364,9 @@ def test_level_error_pickles():
     err = LevelError("a.toml", ["x: expected y, got 1", "z: unknown field, got 2"])
     back = pickle.loads(pickle.dumps(err))
     assert (back.path, back.errors, str(back)) == (err.path, err.errors, str(err))
+    long = LevelError("b", ["n" * 500], limit=1000)             # a list of our own names
+    assert pickle.loads(pickle.dumps(long)).errors == ["n" * 500]
+    assert "..." in LevelError("b", ["n" * 500]).errors[0]     # 300 characters otherwise
 
 
 # Text made of the pieces level files are made of, so that most examples get past the
@@ -391,6 +422,7 @@ def test_find_level_resolves_names_and_passes_paths_through(tmp_path):
         find_level("no_such_level")
     assert "no_such_level: unknown level" in str(info.value)
     assert "cloth, cloth_200" in str(info.value)               # lists what there is
+    assert not any(n.startswith("cloth50") for n in level_names())   # bench scenes: apart
 
 
 # --------------------------------------------------------------------------- CLI: check

@@ -406,3 +406,59 @@ BUILDERS = {
     "spring_pendulum": build_spring_pendulum, "particles": build_particles,
     "links": build_links, "chain": build_chain,
 }
+
+
+def build_nbody_disc(world: World, n: int = 100, center=(0.0, 0.0), disc_radius: float = 10.0,
+                     total_mass: float = 100.0, spread: float = 0.1, radius: float = 0.05,
+                     seed: int = 0) -> Body:
+    """``n`` equal bodies scattered uniformly over a disc of ``disc_radius`` m about
+    ``center``, ``total_mass`` kg in all, on near-circular orbits about the centre (the
+    benchmark's n-body scene). Needs ``world.config.G > 0``.
+
+    With the mass inside ``r`` being ``M r^2 / R^2``, the circular speed is
+    ``sqrt(G M r) / R``; each body gets that speed counter-clockwise plus a random
+    velocity of ``spread`` times the mean speed (normal, per axis), and the whole is then
+    shifted so that the centre of mass is at rest. The same ``seed`` gives the same disc.
+    """
+    G = world.config.G
+    if G <= 0:
+        raise ValueError("an n-body disc needs world gravitational constant G > 0")
+    if n < 2 or disc_radius <= 0 or total_mass <= 0 or spread < 0:
+        raise ValueError("an n-body disc needs n >= 2, disc_radius > 0, total_mass > 0 "
+                         "and spread >= 0")
+    c = _pt(center)
+    rng = np.random.default_rng(seed)
+    r = disc_radius * np.sqrt(rng.random(n))
+    th = 2.0 * np.pi * rng.random(n)
+    x = np.stack([r * np.cos(th), r * np.sin(th)], axis=1)
+    speed = np.sqrt(G * total_mass * r) / disc_radius
+    v = speed[:, None] * np.stack([-np.sin(th), np.cos(th)], axis=1)
+    v += spread * speed.mean() * rng.standard_normal((n, 2))
+    v -= v.mean(axis=0)                            # centre of mass at rest
+    pidx = world.add_particles(x + c, v, mass=total_mass / n, radius=radius)
+    body = Body("nbody_disc", pidx)
+    world.bodies.append(body)
+    return body
+
+
+def build_ball_block(world: World, cols: int = 40, rows: int = 50, spacing: float = 0.11,
+                     bottom_center=(0.0, 0.0), radius: float = 0.05, mass: float = 0.05,
+                     jitter: float = 0.001, seed: int = 0) -> Body:
+    """A block of ``cols x rows`` free balls in straight columns ``spacing`` m apart,
+    ``bottom_center`` the middle of the bottom row, each moved by a random offset of
+    ``jitter`` m (normal, per axis, from ``seed``) so that a pile does not stack in
+    perfect columns (the benchmark's pile). Needs ``collide_particles`` to touch."""
+    o = _pt(bottom_center)
+    if cols < 1 or rows < 1 or spacing <= 0 or jitter < 0:
+        raise ValueError("a ball block needs cols, rows >= 1, spacing > 0 and jitter >= 0")
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    x = np.stack([o[0] + (c.ravel() - (cols - 1) / 2) * spacing, o[1] + r.ravel() * spacing],
+                 axis=1)
+    x += jitter * np.random.default_rng(seed).standard_normal(x.shape)
+    pidx = world.add_particles(x, mass=mass, radius=radius)
+    body = Body("ball_block", pidx)
+    world.bodies.append(body)
+    return body
+
+
+BUILDERS.update(nbody_disc=build_nbody_disc, ball_block=build_ball_block)
