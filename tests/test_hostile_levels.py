@@ -238,6 +238,15 @@ pairs = [[0, 1], [2, 3]]
 [[bodies]]
 type = 'chain'
 points = [[40, 40], [41, 40], [42, 41]]
+[[bodies]]
+type = 'ball_block'
+cols = 6
+rows = 5
+bottom_center = [60, 60]
+[[bodies]]
+type = 'nbody_disc'
+n = 11
+center = [80, 80]
 """
     level = parse_level(text, "all.toml")
     assert {b.type for b in level.bodies} == set(L.BODY_TYPES)
