@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sandbox.reference import pymunk_shape
 from sandbox.sim import colliders as C
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
@@ -176,22 +177,9 @@ SCENES = {"corner": corner, "wedge": wedge, "ends": ends, "drops": drops}
 # --------------------------------------------------------------------------- running
 
 def _pymunk_shapes(shapes):
-    import pymunk
-    body = pymunk.Body(body_type=pymunk.Body.STATIC)
-    out = []
-    for s in shapes:
-        if s["type"] == "box":
-            (x0, y0), (x1, y1) = s["min"], s["max"]
-            q = pymunk.Poly.create_box_bb(body, pymunk.BB(x0, y0, x1, y1))
-        elif s["type"] == "polygon":
-            q = pymunk.Poly(body, [tuple(p) for p in s["points"]], radius=0.0)
-        elif s["type"] == "segment":
-            q = pymunk.Segment(body, tuple(s["a"]), tuple(s["b"]), s.get("thickness", 0.0))
-        else:
-            q = pymunk.Circle(body, s["radius"], tuple(s["center"]))
-        q.cache_bb()
-        out.append(q)
-    return out
+    """pymunk's shapes of a scene (``sandbox.reference``'s converter), for their
+    ``segment_query``: the independent test of a path through a shape."""
+    return [pymunk_shape(s) for s in shapes]
 
 
 def _inside(world, x):

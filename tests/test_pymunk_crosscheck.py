@@ -1,6 +1,8 @@
 """Our colliders against pymunk (Chipmunk 7), the reference: geometry, sweeps, a bouncing
-and sliding ball, tunnelling, free flight. pymunk is imported here and in the benchmark
-only; ``sandbox/sim`` never imports it (tests/test_architecture.py).
+and sliding ball, tunnelling, free flight. Shapes reach pymunk through
+``sandbox.reference.pymunk_shape``, the converter the benchmark's twin uses too (the one
+module of ``sandbox`` that imports pymunk; ``sandbox/sim`` never does,
+tests/test_architecture.py).
 
 Conventions compared: ``Shape.point_query(p)`` gives the signed distance to the shape's
 surface (a segment's radius included), the closest surface point and the gradient of the
@@ -18,6 +20,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sandbox.reference import pymunk_shape
 from sandbox.sim import colliders as C
 from sandbox.sim.world import World, WorldConfig
 
@@ -33,18 +36,8 @@ STATIC = pymunk.Body(body_type=pymunk.Body.STATIC)
 
 
 def _shape(kind, geom):
-    """A pymunk shape on a static body, with its transform cached (no space needed)."""
-    if kind == "circle":
-        s = pymunk.Circle(STATIC, geom["radius"], tuple(geom["center"]))
-    elif kind == "segment":
-        s = pymunk.Segment(STATIC, tuple(geom["a"]), tuple(geom["b"]), geom["thickness"])
-    elif kind == "polygon":
-        s = pymunk.Poly(STATIC, [tuple(p) for p in geom["points"]], radius=0.0)
-    else:
-        (x0, y0), (x1, y1) = geom["min"], geom["max"]
-        s = pymunk.Poly.create_box_bb(STATIC, pymunk.BB(x0, y0, x1, y1))
-    s.cache_bb()
-    return s
+    """A pymunk shape on a static body, with its bounding box cached (no space needed)."""
+    return pymunk_shape(dict(geom, type=kind), STATIC)
 
 
 def _ours(kind, geom):
@@ -139,6 +132,76 @@ def test_box_point_query_matches_pymunk(lo, ext, p):
     assume(not _ambiguous_polygon(np.array(p), verts, 1.0 + np.abs(verts).max()))
     err, nerr = _compare_point("box", {"min": lo, "max": hi}, p)
     assert err < REL and nerr < REL
+
+
+# --------------------------------------------------------------------------- the converter
+
+def _old_bench_shape(body, shape):
+    """Frozen: sandbox/bench.py's ``_pymunk_shape`` before sandbox/reference.py."""
+    kind = shape["type"]
+    if kind == "circle":
+        return pymunk.Circle(body, float(shape["radius"]), tuple(shape["center"]))
+    if kind == "segment":
+        return pymunk.Segment(body, tuple(shape["a"]), tuple(shape["b"]),
+                              float(shape.get("thickness", 0.0)))
+    if kind == "polygon":
+        return pymunk.Poly(body, [tuple(q) for q in shape["points"]])
+    (x0, y0), (x1, y1) = shape["min"], shape["max"]
+    return pymunk.Poly(body, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+
+
+def _old_test_shape(body, shape):
+    """Frozen: this file's ``_shape`` and tests/contact_scenes.py's ``_pymunk_shapes``
+    (the same conversions) before sandbox/reference.py."""
+    kind = shape["type"]
+    if kind == "circle":
+        s = pymunk.Circle(body, shape["radius"], tuple(shape["center"]))
+    elif kind == "segment":
+        s = pymunk.Segment(body, tuple(shape["a"]), tuple(shape["b"]), shape.get("thickness", 0.0))
+    elif kind == "polygon":
+        s = pymunk.Poly(body, [tuple(p) for p in shape["points"]], radius=0.0)
+    else:
+        (x0, y0), (x1, y1) = shape["min"], shape["max"]
+        s = pymunk.Poly.create_box_bb(body, pymunk.BB(x0, y0, x1, y1))
+    s.cache_bb()
+    return s
+
+
+def _geometry(s):
+    """What a static pymunk shape is, exactly: its class, radius and points."""
+    if isinstance(s, pymunk.Circle):
+        return ("circle", s.radius, tuple(s.offset))
+    if isinstance(s, pymunk.Segment):
+        return ("segment", s.radius, tuple(s.a), tuple(s.b))
+    return ("poly", s.radius, sorted(tuple(v) for v in s.get_vertices()))
+
+
+@pytest.mark.parametrize("kind", ["circle", "segment", "polygon", "box"])
+def test_the_shared_converter_gives_the_geometry_both_old_ones_gave(kind):
+    """``sandbox.reference.pymunk_shape`` replaced the benchmark's converter and the
+    tests' two: for 50 random shapes of each type (and a segment without a thickness)
+    the same class, radius and points as each old one, the same bounding box and the
+    same point queries."""
+    rng = np.random.default_rng(11)
+    specs = [dict(_random_shape(rng, kind), type=kind) for _ in range(50)]
+    if kind == "segment":
+        specs.append({"type": "segment", "a": (0.0, 0.0), "b": (1.0, 2.0)})
+    points = rng.uniform(-3, 3, (20, 2))
+    for spec in specs:
+        spec = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in spec.items()}
+        new = pymunk_shape(spec, STATIC)
+        assert new.body is STATIC
+        for old_convert in (_old_bench_shape, _old_test_shape):
+            old = old_convert(pymunk.Body(body_type=pymunk.Body.STATIC), spec)
+            old.cache_bb()
+            assert _geometry(new) == _geometry(old), (kind, spec)
+            assert tuple(new.bb) == tuple(old.bb)
+            for p in points.tolist():
+                assert new.point_query(p).distance == pytest.approx(
+                    old.point_query(p).distance, abs=1e-12)
+    assert pymunk_shape(specs[0]).body.body_type == pymunk.Body.STATIC   # its own body
+    with pytest.raises(ValueError, match="unknown shape type 'blob'"):
+        pymunk_shape({"type": "blob"})
 
 
 # --------------------------------------------------------------------------- sweeps
