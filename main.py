@@ -210,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     play = sub.add_parser("play", help="open the sandbox window on a level (default command)",
                           formatter_class=raw, epilog=_play_epilog)
     play.add_argument("level", nargs="?", default=None,
-                      help=f"level file or name (default: {DEFAULT_LEVEL}; names below)")
+                      help=f"level file or name (default: {DEFAULT_LEVEL}; names below), or "
+                           "bench:NAME, a benchmark scene (names: bench --list)")
     play.add_argument("--integrator", default=None, choices=integrators, metavar="NAME",
                       help="start with this integrator (names below)")
     play.add_argument("--timestep", default=None, choices=timesteps, metavar="MODE",

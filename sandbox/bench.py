@@ -1,11 +1,12 @@
 """The benchmark: a table of named scenarios, timed frame by frame against pymunk in one process.
 
-A *scenario* is data: a ``WorldConfig``, the bodies as ``(BUILDERS name, keyword
-arguments)`` pairs, the static shapes as level-file tables, a view and a frame count. It
-is built by the same builders the levels use (``sandbox.sim.builders.BUILDERS``, looked up
-when the scene is built, so the benchmark can never drift from a private copy), and the
-pymunk *twin* is then made from the built world's own arrays: the same particles, masses,
-pins, links, walls and shapes, so both engines run one scene.
+A *scenario* is a level file, ``levels/bench/<name>.toml`` (world settings, bodies,
+shapes, view and title; ``python main.py play bench:<name>`` opens it in the window),
+plus a row of bench-only settings in :func:`_table` (frames, quick, group, settling, the
+twin). It is built by ``levels.build_world`` as every level is, so the benchmark can
+never drift from a private copy, and the pymunk *twin* (``sandbox.reference``) is then
+made from the built world's own arrays: the same particles, masses, pins, links, walls
+and shapes, so both engines run one scene.
 
 One *frame* is ``world.step(1/60)`` with the scene's substeps and iterations (physics),
 then drawing the world offscreen on a real 1280 x 800 ``pygame.Surface`` (rendering), with
@@ -38,18 +39,21 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .sim import builders, kernels, warmup
+from . import levels
+from .reference import PymunkTwin
+from .reference import versions as reference_versions
+from .sim import kernels, warmup
 from .sim.atomic import atomic_write_text
-from .sim.constraints import ROPE
-from .sim.world import World, WorldConfig
+from .sim.world import World
 
 # Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -66,162 +70,80 @@ ROUNDS, QUICK_ROUNDS = 7, 3
 
 @dataclass(frozen=True)
 class Scenario:
-    """One named benchmark scene; everything needed to build it again, and no code copy.
+    """One named benchmark scene: the level ``levels/bench/<name>.toml`` (its world,
+    bodies, shapes, view and title; ``python main.py play bench:<name>`` opens it) and
+    the settings only the benchmark has.
 
-    ``bodies`` are ``(name in BUILDERS, keyword arguments)``; ``extra`` adds particles no
-    builder makes (random n-body systems, a pile of balls) from a seeded generator;
-    ``shapes`` are ``[[shapes]]`` tables of a level file, added with ``World.add_shape``.
     ``needs`` names ``World`` attributes the scene cannot run without; ``settle`` frames
     are run untimed by both engines first, so a pile is timed as a pile, not a falling
-    block.
+    block; ``twin`` says whether pymunk runs it too, ``no_twin`` why not.
     """
 
     name: str
     group: str
-    title: str
-    config: dict[str, Any]
-    bodies: tuple[tuple[str, dict[str, Any]], ...] = ()
-    extra: Callable[[World, np.random.Generator], None] | None = None
-    shapes: tuple[dict[str, Any], ...] = ()
-    view: tuple[tuple[float, float], float] = ((0.0, 0.2), 6.0)   # centre (m), width (m)
     frames: int = 10                # frames per round
     quick: bool = True              # part of --quick
     twin: bool = True               # has a pymunk twin
     no_twin: str = ""               # why not, when it has none
     needs: tuple[str, ...] = ()
-    seed: int = 0
     settle: int = 0                 # untimed frames of both engines before the warm-up
+
+    @property
+    def path(self) -> Path:
+        return levels.BENCH_DIR / f"{self.name}.toml"
+
+    @cached_property
+    def level(self) -> levels.Level:
+        """The scene's level, read once (a ``LevelError`` naming the file if broken)."""
+        return levels.load_level(self.path)
+
+    @property
+    def title(self) -> str:
+        return self.level.name
+
+    @property
+    def view(self) -> tuple[tuple[float, float], float]:
+        """Centre (m) and width (m) of the drawing: the level's ``[view]``."""
+        return tuple(self.level.view.center), self.level.view.width
 
     @property
     def passes(self) -> int:
         """Constraint passes per frame: substeps x iterations (pymunk's iterations)."""
-        return int(self.config.get("substeps", 1)) * max(int(self.config.get("iterations", 10)), 1)
+        w = self.level.world
+        return w.substeps * max(w.iterations, 1)
+
+    @property
+    def shapes(self) -> list[dict]:
+        """The static shapes as ``[[shapes]]`` tables, for the pymunk twin."""
+        return [s.model_dump() for s in self.level.shapes]
 
 
-def _cloth(n: int, shear: bool, dtype: str = "float64", substeps: int = 20,
-           iterations: int = 1, suffix: str = "", group: str = "cloth", frames: int = 0,
-           quick: bool = True) -> Scenario:
-    """An ``n x n`` cloth as in ``levels/cloth_200.toml``: about 4 m square, pinned at five
-    points along the top (a fully pinned top row would make it effectively 1-D)."""
-    spacing = 4.0 / n
-    kind = "structural + shear" if shear else "structural"
-    name = f"cloth{n}{'_shear' if shear else ''}{suffix}"
-    extra = "" if dtype == "float64" else f", {dtype}"
-    return Scenario(
-        name=name, group=group,
-        title=f"cloth {n}x{n} {kind}, {substeps}x{iterations}{extra}",
-        config=dict(substeps=substeps, iterations=iterations, dtype=dtype),
-        bodies=(("cloth", dict(cols=n, rows=n, spacing=spacing,
-                               origin=(-spacing * (n - 1) / 2, 2.0), pins="top_points",
-                               mass=0.001, shear=shear)),),
-        view=((0.0, 0.2), 6.0), frames=frames or {50: 30, 100: 15}.get(n, 8), quick=quick,
-        twin=dtype == "float64" and group == "cloth",
-        no_twin=("pymunk computes in float64 only: compare with the float64 row"
-                 if dtype != "float64" else
-                 "pymunk has no substeps: its twin is the cloth100_shear row "
-                 "(iterations = 20)"))
+_NO_SUBSTEPS = ("pymunk has no substeps: its twin is the cloth100_shear row "
+                "(iterations = 20)")
+_FLOAT64_ONLY = "pymunk computes in float64 only: compare with the float64 row"
+_NO_NBODY = "pymunk has no n-body gravity (only a uniform field)"
 
 
-def _nbody_disc(n: int, radius: float = 10.0, total_mass: float = 100.0):
-    """``n`` equal bodies uniformly in a disc of ``radius`` m, total ``total_mass`` kg,
-    on near-circular orbits about the centre with 10 % random velocity. With G = 1 the
-    mass inside ``r`` is ``M r^2 / R^2``, so the circular speed is ``sqrt(M r) / R``."""
-    def add(world: World, rng: np.random.Generator) -> None:
-        r = radius * np.sqrt(rng.random(n))
-        th = 2.0 * np.pi * rng.random(n)
-        x = np.stack([r * np.cos(th), r * np.sin(th)], axis=1)
-        speed = np.sqrt(world.config.G * total_mass * r) / radius
-        v = speed[:, None] * np.stack([-np.sin(th), np.cos(th)], axis=1)
-        v += 0.1 * speed.mean() * rng.standard_normal((n, 2))
-        v -= v.mean(axis=0)                        # centre of mass at rest
-        world.add_particles(x, v, mass=total_mass / n, radius=0.05)
-    return add
-
-
-def _nbody(n: int, integrator: str, frames: int) -> Scenario:
-    short = {"velocity_verlet": "vv", "rk4": "rk4"}[integrator]
-    return Scenario(
-        name=f"nbody{n}_{short}", group="n-body",
-        title=f"n-body {n:,} bodies, {integrator}, 1 step/frame",
-        config=dict(G=1.0, gravity=(0.0, 0.0), softening=0.1, integrator=integrator,
-                    substeps=1, iterations=1),
-        extra=_nbody_disc(n), view=((0.0, 0.0), 30.0), frames=frames, twin=False,
-        no_twin="pymunk has no n-body gravity (only a uniform field)")
-
-
-BALLS, BALL_RADIUS = 2000, 0.05
-
-
-def _ball_block(world: World, rng: np.random.Generator) -> None:
-    """2,000 balls of radius 5 cm in a 40 x 50 block above the funnel, 1 cm apart, with
-    1 mm of random jitter so the pile does not stack in perfect columns."""
-    cols, rows, gap = 40, BALLS // 40, 2 * BALL_RADIUS + 0.01
-    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    x = np.stack([(c.ravel() - (cols - 1) / 2) * gap, 4.5 + r.ravel() * gap], axis=1)
-    x += 0.001 * rng.standard_normal(x.shape)
-    world.add_particles(x, mass=0.05, radius=BALL_RADIUS)
-
-
-PILE_SHAPES = (
-    {"type": "segment", "a": (-2.9, 4.0), "b": (-0.45, 2.2), "thickness": 0.05},
-    {"type": "segment", "a": (2.9, 4.0), "b": (0.45, 2.2), "thickness": 0.05},
-    {"type": "circle", "center": (-1.3, 0.4), "radius": 0.45},
-    {"type": "circle", "center": (1.3, 0.4), "radius": 0.45},
-    {"type": "box", "min": (-0.35, -0.6), "max": (0.35, -0.2)},
-    {"type": "polygon", "points": ((-3.0, -1.0), (-2.0, -1.0), (-3.0, 0.0))},
-)
-
-
-def _scenarios() -> dict[str, Scenario]:
-    cloths = [_cloth(n, shear) for n in (50, 100, 200) for shear in (False, True)]
-    f32 = [_cloth(n, shear, dtype="float32", suffix="_f32", group="float32",
-                  quick=(n == 200 and shear)) for n in (100, 200) for shear in (False, True)]
-    trade = [_cloth(100, True, substeps=s, iterations=i, suffix=f"_{s}x{i}", group="trade-off")
-             for s, i in ((1, 20), (5, 4))]
-    rope = Scenario(
-        name="rope1000", group="rope", title="rope 1,000 links, 20x1",
-        config=dict(substeps=20, iterations=1),
-        bodies=(("rope", dict(start=(-5.0, 3.0), end=(5.0, 3.0), segments=1000, mass=0.01,
-                              pin="start", kind="rope")),),
-        view=((0.0, -1.0), 12.0), frames=30)
-    soft = Scenario(
-        name="soft_blob", group="soft body",
-        title="soft blob 16x16 on a floor (bounds), 20x1",
-        config=dict(substeps=20, iterations=1, bounds=(-4.0, -2.0, 4.0, 6.0),
-                    restitution=0.3, friction=0.5),
-        bodies=(("soft_blob", dict(center=(0.0, -1.0), cols=16, rows=16, spacing=0.1,
-                                   mass=0.05, radius=0.04, compliance=1e-5)),),
-        view=((0.0, 0.8), 9.0), frames=30)
-    nbody = [_nbody(100, "velocity_verlet", 60), _nbody(100, "rk4", 30),
-             _nbody(1000, "velocity_verlet", 10), _nbody(1000, "rk4", 5)]
-    pile = Scenario(
-        name="pile2000", group="pile", title="2,000 balls on static shapes, 10x1",
-        config=dict(substeps=10, iterations=1, bounds=(-3.0, -1.0, 3.0, 12.0),
-                    collide_particles=True, friction=0.3),
-        extra=_ball_block, shapes=PILE_SHAPES, view=((0.0, 4.0), 12.0), frames=8,
-        needs=("add_shape",), settle=60)
-    table = [*cloths, *f32, *trade, rope, soft, *nbody, pile]
-    return {s.name: s for s in table}
+def _table() -> tuple[Scenario, ...]:
+    """The bench-only settings of every scene, in table order; the scenes themselves
+    are the files in ``levels/bench/``."""
+    frames = {50: 30, 100: 15, 200: 8}
+    cloths = [Scenario(f"cloth{n}{s}", "cloth", frames[n]) for n in (50, 100, 200)
+              for s in ("", "_shear")]
+    f32 = [Scenario(f"cloth{n}{s}_f32", "float32", frames[n], quick=(n == 200 and s != ""),
+                    twin=False, no_twin=_FLOAT64_ONLY) for n in (100, 200) for s in ("", "_shear")]
+    trade = [Scenario(f"cloth100_shear_{sub}", "trade-off", 15, twin=False,
+                      no_twin=_NO_SUBSTEPS) for sub in ("1x20", "5x4")]
+    nbody = [Scenario(f"nbody{n}_{i}", "n-body", f, twin=False, no_twin=_NO_NBODY)
+             for n, i, f in ((100, "vv", 60), (100, "rk4", 30), (1000, "vv", 10),
+                             (1000, "rk4", 5))]
+    return (*cloths, *f32, *trade, Scenario("rope1000", "rope", 30),
+            Scenario("soft_blob", "soft body", 30), *nbody,
+            Scenario("pile2000", "pile", 8, needs=("add_shape",), settle=60))
 
 
 #: Every scenario by name, in table order.
-SCENARIOS: dict[str, Scenario] = _scenarios()
-
-
-def build_world(sc: Scenario) -> World:
-    """A started world holding the scenario's bodies (via ``BUILDERS``) and shapes."""
-    missing = [a for a in sc.needs if not hasattr(World, a)]
-    if missing:
-        raise RuntimeError(f"{sc.name}: World has no {', '.join(missing)}")
-    world = World(WorldConfig(**sc.config))
-    for kind, params in sc.bodies:
-        builders.BUILDERS[kind](world, **params)
-    if sc.extra is not None:
-        sc.extra(world, np.random.default_rng(sc.seed))
-    for shape in sc.shapes:
-        world.add_shape(shape["type"], **{k: v for k, v in shape.items() if k != "type"})
-    world.start(H)
-    return world
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _table()}
 
 
 def skip_reason(sc: Scenario) -> str | None:
@@ -229,151 +151,6 @@ def skip_reason(sc: Scenario) -> str | None:
     if any(not hasattr(World, a) for a in sc.needs):
         return "skipped: colliders not available"
     return None
-
-
-# --------------------------------------------------------------------------- pymunk twin
-
-
-#: How the pymunk twin is described, one entry per kind of object it made.
-_TWIN_PARTS = (
-    ("point", "{n} shapeless bodies (moment inf)"),
-    ("ball", "{n} bodies with Circle shapes"),
-    ("static", "{n} STATIC bodies for pins"),
-    ("pin", "{n} PinJoint"),
-    ("soft", "({n} of them for compliant links: rigid in pymunk)"),
-    ("slide", "{n} SlideJoint(min 0, max rest)"),
-    ("walls", "{n} static Segment walls (0.5 m thick, outside)"),
-    ("shapes", "{n} static shapes"),
-)
-
-class PymunkTwin:
-    """pymunk's version of a built world: the same particles, masses, pins, links, walls
-    and static shapes, stepped once per frame with ``iterations`` = our pass count.
-
-    Particles are dynamic bodies at the same positions and velocities; a pinned particle
-    (``inv_mass == 0``) is a STATIC body. A particle that touches things (the scene has
-    walls, shapes or particle contacts and its radius is > 0) gets a ``Circle`` shape and
-    a disc's moment; the others are shapeless with an infinite moment (a point mass).
-    Rigid sticks are ``PinJoint``s at our rest length, rope links ``SlideJoint(0, rest)``.
-    Compliant links become ``PinJoint``s too: pymunk's ``DampedSpring`` is explicit, and
-    ``k = 1/compliance`` = 1e5 N/m on 50 g particles (the soft blob) blows up at 1/60 s.
-    """
-
-    def __init__(self, world: World, shapes: Iterable[dict] = (), h: float = H) -> None:
-        import pymunk
-
-        self.h = h
-        cfg, p, c = world.config, world.particles, world.constraints
-        self.constraints = world.constraints       # strain of pymunk's positions (no tearing)
-        passes = cfg.substeps * max(cfg.iterations, 1)
-        space = pymunk.Space(threaded=False)
-        space.iterations = passes
-        space.gravity = (float(cfg.gravity[0]), float(cfg.gravity[1]))
-        space.damping = math.exp(-cfg.drag * h)
-        # pymunk's default slop lets shapes overlap 10 cm: ours allows none. 1 mm here.
-        space.collision_slop = 1e-3
-        shapes = list(shapes)
-        contacts = cfg.bounds is not None or bool(shapes) or cfg.collide_particles
-        # Particles of one world never touch each other unless the world collides them.
-        own = pymunk.ShapeFilter(group=1)
-        self.bodies: list = []
-        add: list = []
-        counts = dict(point=0, ball=0, static=0, pin=0, slide=0, walls=0, shapes=0, soft=0)
-        for xk, vk, mk, wk, rk in zip(p.x.tolist(), p.v.tolist(), p.mass.tolist(),
-                                      p.inv_mass.tolist(), p.radius.tolist(), strict=True):
-            ball = contacts and rk > 0
-            if wk == 0:
-                b = pymunk.Body(body_type=pymunk.Body.STATIC)
-                counts["static"] += 1
-            elif ball:
-                b = pymunk.Body(mk, pymunk.moment_for_circle(mk, 0.0, rk))
-                counts["ball"] += 1
-            else:
-                b = pymunk.Body(mk, math.inf)
-                counts["point"] += 1
-            b.position = xk
-            if wk != 0:
-                b.velocity = vk
-            add.append(b)
-            self.bodies.append(b)
-            if ball:
-                s = pymunk.Circle(b, rk)
-                s.friction, s.elasticity = cfg.friction, cfg.restitution
-                if not cfg.collide_particles:
-                    s.filter = own
-                add.append(s)
-        origin = (0.0, 0.0)
-        for i, j, rest, comp, kind in zip(c.i.tolist(), c.j.tolist(), c.rest.tolist(),
-                                          c.compliance.tolist(), c.kind.tolist(), strict=True):
-            bi, bj = self.bodies[i], self.bodies[j]
-            if p.inv_mass[i] == 0 and p.inv_mass[j] == 0:
-                continue                                # moves nothing
-            if kind == ROPE:
-                jt = pymunk.SlideJoint(bi, bj, origin, origin, 0.0, rest)
-                counts["slide"] += 1
-            else:
-                jt = pymunk.PinJoint(bi, bj, origin, origin)
-                jt.distance = rest
-                counts["pin"] += 1
-                counts["soft"] += comp > 0
-            add.append(jt)
-        static = space.static_body
-        if cfg.bounds is not None:
-            # Walls as thick segments just outside the box (surface on the bound): a
-            # zero-width segment lets pymunk's falling balls tunnel through the floor.
-            x0, y0, x1, y1 = cfg.bounds
-            t = 0.5
-            x0, y0, x1, y1 = x0 - t, y0 - t, x1 + t, y1 + t
-            for a, b in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)),
-                         ((x0, y1), (x0, y0))):
-                s = pymunk.Segment(static, a, b, t)
-                s.friction, s.elasticity = cfg.friction, cfg.restitution
-                add.append(s)
-                counts["walls"] += 1
-        for shape in shapes:
-            s = _pymunk_shape(pymunk, static, shape)
-            f, e = shape.get("friction"), shape.get("restitution")
-            s.friction = cfg.friction if f is None else f
-            s.elasticity = cfg.restitution if e is None else e
-            add.append(s)
-            counts["shapes"] += 1
-        space.add(*add)
-        self.space = space
-        self.counts = counts
-        parts = [f"space.iterations={passes}", "one step of 1/60 s per frame",
-                 f"gravity={space.gravity}", f"damping={space.damping:g}",
-                 "collision_slop=1 mm", "threaded=False", "sleeping off"]
-        parts += [text.format(n=counts[key]) for key, text in _TWIN_PARTS if counts[key]]
-        self.settings = ", ".join(parts)
-
-    def step(self) -> None:
-        self.space.step(self.h)
-
-    def positions(self) -> np.ndarray:
-        return np.array([tuple(b.position) for b in self.bodies], float).reshape(-1, 2)
-
-    def constraint_error(self) -> tuple[float, float]:
-        """Mean and max relative stretch of pymunk's links, measured as ours are."""
-        return self.constraints.error(self.positions())
-
-    def is_finite(self) -> bool:
-        return bool(np.isfinite(self.positions()).all())
-
-
-def _pymunk_shape(pymunk, body, shape: dict):
-    """A static pymunk shape from a level-file shape table."""
-    kind = shape["type"]
-    if kind == "circle":
-        return pymunk.Circle(body, float(shape["radius"]), tuple(shape["center"]))
-    if kind == "segment":
-        return pymunk.Segment(body, tuple(shape["a"]), tuple(shape["b"]),
-                              float(shape.get("thickness", 0.0)))
-    if kind == "polygon":
-        return pymunk.Poly(body, [tuple(q) for q in shape["points"]])
-    if kind == "box":
-        (x0, y0), (x1, y1) = shape["min"], shape["max"]
-        return pymunk.Poly(body, [(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-    raise ValueError(f"unknown shape type {kind!r}")
 
 
 # --------------------------------------------------------------------------- drawing
@@ -498,7 +275,7 @@ def _error_summary(errors: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _row(sc: Scenario) -> dict[str, Any]:
-    cfg = WorldConfig(**sc.config)
+    cfg = sc.level.world
     row: dict[str, Any] = {k: None for k in CSV_COLUMNS}
     row.update(name=sc.name, group=sc.group, title=sc.title, dtype=cfg.dtype,
                integrator=cfg.integrator, substeps=cfg.substeps, iterations=cfg.iterations,
@@ -524,7 +301,7 @@ def run_scenario(sc: Scenario, rounds: int, frames: int, drawer: Drawer | None,
         return row
     try:
         t0 = time.perf_counter()
-        world = build_world(sc)
+        world = levels.build_world(sc.level)
         row["build_ms"] = 1e3 * (time.perf_counter() - t0)
         row["particles"], row["constraints"] = world.n, len(world.constraints)
         twin = None
@@ -913,17 +690,12 @@ def describe_machine() -> dict[str, Any]:
         "cores_physical_per_socket": physical, "cores_usable": usable,
         "platform": platform.platform(), "python": platform.python_version(),
         "numpy": np.__version__}
-    for mod, attr in (("numba", "__version__"), ("pymunk", "version"),
-                      ("pygame", "__version__")):
+    for mod, attr in (("numba", "__version__"), ("pygame", "__version__")):
         try:
             out[mod] = getattr(__import__(mod), attr)
         except ImportError:
             out[mod] = "not installed"
-    try:
-        import pymunk
-        out["chipmunk"] = pymunk.chipmunk_version
-    except ImportError:                           # pragma: no cover
-        pass
+    out.update(reference_versions())
     try:
         out["load_average"] = [round(x, 2) for x in os.getloadavg()]
     except OSError:                               # pragma: no cover
@@ -1248,7 +1020,7 @@ def profile(name: str, frames: int = 10, top: int = 25, out=sys.stdout,
         print(f"{name}: {reason}", file=out)
         return 1
     warmup.warm_up()
-    world = build_world(sc)
+    world = levels.build_world(sc.level)
     drawer = Drawer() if draw else None
     if drawer:
         drawer.view(*sc.view)
@@ -1300,7 +1072,11 @@ def run_bench(args: argparse.Namespace) -> int:
         print("error: --load must be >= 0 and --threads auto, 1 or 2", file=sys.stderr)
         return 2
     try:
-        select(opts.only, opts.quick)
+        for sc in select(opts.only, opts.quick):
+            _ = sc.level                # every scene's file read and valid, or stop here
+    except levels.LevelError as e:
+        print(e, file=sys.stderr)
+        return 2
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

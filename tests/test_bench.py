@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from sandbox import bench
-from sandbox.sim import builders
+from sandbox import bench, levels
+from sandbox.reference import PymunkTwin
 from sandbox.sim.builders import build_cloth, build_rope
 from sandbox.sim.world import World, WorldConfig
 
@@ -24,7 +24,7 @@ def test_every_scenario_builds_and_runs_two_frames_with_finite_state(name):
     reason = bench.skip_reason(sc)
     if reason:
         pytest.skip(f"{name}: {reason}")
-    world = bench.build_world(sc)
+    world = levels.build_world(sc.level)
     assert world.n > 0
     assert world.config.substeps * max(world.config.iterations, 1) == sc.passes
     for _ in range(2):
@@ -33,42 +33,41 @@ def test_every_scenario_builds_and_runs_two_frames_with_finite_state(name):
     assert world.steps == 2
 
 
-def test_the_scenario_table_calls_the_shared_builders(monkeypatch):
-    """Every builder-made body goes through ``sandbox.sim.builders.BUILDERS`` at build
-    time (a spy put in the registry sees each call), so the benchmark holds no copy."""
-    calls = []
+def test_the_bench_builds_its_scenes_from_the_level_files(monkeypatch, tmp_path):
+    """A timed run and a profile build the scene with ``levels.build_world`` from the
+    scene's file (a spy sees the level read from levels/bench/); bench.py builds nothing
+    itself (no builder, no particles, no config of its own)."""
+    built = []
+    real = levels.build_world
 
-    def spy(kind):
-        real = builders.BUILDERS[kind]
+    def spy(level):
+        built.append(level)
+        return real(level)
 
-        def wrapped(world, **params):
-            calls.append((kind, params))
-            return real(world, **params)
-        return wrapped
-
-    for kind in list(builders.BUILDERS):
-        monkeypatch.setitem(builders.BUILDERS, kind, spy(kind))
-    with_bodies = [s for s in bench.SCENARIOS.values() if s.bodies and not bench.skip_reason(s)]
-    assert {k for s in with_bodies for k, _ in s.bodies} >= {"cloth", "rope", "soft_blob"}
-    for sc in with_bodies:
-        calls.clear()
-        world = bench.build_world(sc)
-        assert calls == list(sc.bodies)
-        assert [b.kind for b in world.bodies] == [k for k, _ in sc.bodies]
-    own = [n for n in vars(bench) if n.startswith("build_") and n != "build_world"]
+    monkeypatch.setattr(levels, "build_world", spy)
+    sc = bench.SCENARIOS["rope1000"]
+    row = bench.run_scenario(sc, rounds=1, frames=1, drawer=None, pymunk=False)
+    assert row["status"] == "ok" and row["particles"] == 1001
+    assert bench.profile("soft_blob", frames=1, out=io.StringIO(), draw=False) == 0
+    assert built == [levels.load_level(ROOT / "levels" / "bench" / "rope1000.toml"),
+                     levels.load_level(ROOT / "levels" / "bench" / "soft_blob.toml")]
+    own = [n for n in vars(bench) if n.startswith("build")]
     assert own == []
+    source = (ROOT / "sandbox" / "bench.py").read_text(encoding="utf-8")
+    for word in ("add_particles", "WorldConfig", "BUILDERS", "default_rng", "add_shape("):
+        assert word not in source, word
 
 
 def test_cloth_scenarios_are_the_levels_recipe():
     """Pinned at the five top points (not the whole row), 20 passes as 20 substeps."""
     sc = bench.SCENARIOS["cloth200_shear"]
-    world = bench.build_world(sc)
+    world = levels.build_world(sc.level)
     assert world.n == 200 * 200
     assert int((world.particles.inv_mass == 0).sum()) == 5
     assert (world.config.substeps, world.config.iterations) == (20, 1)
     # 199*200 horizontal + 200*199 vertical + 2 * 199*199 diagonals
     assert len(world.constraints) == 2 * 199 * 200 + 2 * 199 * 199
-    f32 = bench.build_world(bench.SCENARIOS["cloth200_shear_f32"])
+    f32 = levels.build_world(bench.SCENARIOS["cloth200_shear_f32"].level)
     assert f32.particles.x.dtype == np.float32
 
 
@@ -82,7 +81,7 @@ def _small_cloth():
 def test_pymunk_twin_of_a_small_cloth_builds_and_steps():
     pymunk = pytest.importorskip("pymunk")
     world = _small_cloth()
-    twin = bench.PymunkTwin(world)
+    twin = PymunkTwin(world)
     pinned = int((world.particles.inv_mass == 0).sum())
     assert twin.space.iterations == 4
     assert len(twin.bodies) == world.n
@@ -111,7 +110,7 @@ def test_pymunk_twin_of_walls_balls_and_rope_links():
     world.start(bench.H)
     shapes = ({"type": "circle", "center": (0.0, -0.5), "radius": 0.2},
               {"type": "box", "min": (0.5, -1.0), "max": (0.9, -0.8)})
-    twin = bench.PymunkTwin(world, shapes)
+    twin = PymunkTwin(world, shapes)
     assert twin.counts["slide"] == 5 and twin.counts["walls"] == 4
     assert twin.counts["shapes"] == 2 and twin.counts["ball"] == 5
     circles = [s for s in twin.space.shapes if isinstance(s, pymunk.Circle)
@@ -122,8 +121,18 @@ def test_pymunk_twin_of_walls_balls_and_rope_links():
     assert twin.is_finite()
 
 
+def test_pymunk_twin_of_the_pile_has_its_shapes_and_walls():
+    pytest.importorskip("pymunk")
+    sc = bench.SCENARIOS["pile2000"]
+    world = levels.build_world(sc.level)
+    twin = PymunkTwin(world, sc.shapes)
+    assert (twin.counts["ball"], twin.counts["walls"], twin.counts["shapes"]) == (2000, 4, 6)
+    assert twin.space.iterations == 10
+    assert all(s.friction == 0.3 for s in twin.space.shapes)   # the world's, none own
+
+
 def test_a_scenario_that_needs_missing_code_is_reported_not_run():
-    sc = bench.Scenario(name="x", group="t", title="x", config={}, needs=("no_such_api",))
+    sc = bench.Scenario(name="cloth50", group="t", needs=("no_such_api",))
     row = bench.run_scenario(sc, rounds=1, frames=1, drawer=None)
     assert row["status"].startswith("skipped")
     assert row["physics_ms"] is None
