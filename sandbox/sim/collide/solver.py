@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 if INSTALLED:
     from ..kernels import _project_batches
     from ..kernels import add_scaled_difference as _add_scaled_difference
+    from ..kernels import sweep_serial as _sweep_serial
     from ..kernels import verlet_step as _verlet_step
 
 
@@ -1528,8 +1529,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iteration
             lam[:] = 0
         for _ in range(iterations):
             if links:
-                _project_batches(X, w, ci, cj, rest, compliance, kind, plan, offsets,
-                                 inv_h2, lam, 2**62)
+                _sweep_serial(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam)
             if have:
                 project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
                         nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
