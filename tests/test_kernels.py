@@ -18,14 +18,20 @@ from sandbox.sim.world import World, WorldConfig
 needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
 
 
-def _scene(backend: str, dtype: str = "float64", **config) -> World:
+def _scene(backend: str, dtype: str = "float64", cloth_last: bool = False,
+           **config) -> World:
     """Rigid cloth (runs of every kind), a rope of rope links (pairs that go slack), a
-    compliant bridge (gathered), grabbed and torn during the run."""
+    compliant bridge (gathered), grabbed and torn during the run; ``cloth_last``: the
+    cloth's particles after the others' (its grid layout starts past 0)."""
     w = World(WorldConfig(dtype=dtype, **config))
-    B.build_cloth(w, 23, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
-                  bend=True)
+    if not cloth_last:
+        B.build_cloth(w, 23, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
+                      bend=True)
     B.build_rope(w, (2.0, 2.0), (4.0, 2.0), 40, kind="rope")
     B.build_bridge(w, (-3.0, -1.0), (3.0, -1.0), 30, compliance=1e-5)
+    if cloth_last:
+        B.build_cloth(w, 23, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
+                      bend=True)
     w.constraints.backend = backend
     return w
 
@@ -46,10 +52,10 @@ def _run(w: World, frames: int = 90) -> World:
     return w
 
 
-def test_plan_covers_every_link_once_with_valid_runs():
-    w = _scene("numba")
-    c = w.constraints
-    fi, fj, rest, comp, kind, plan, offsets = c._flat_batches()
+def _check_plan(c, fi, fj, rest, comp, kind, plan, offsets, perm=None):
+    """Every link once, runs that address what they say, batches kept apart; ``perm``
+    the slots the plan addresses (``Constraints.frame_batches``)."""
+    ci, cj = (c.i, c.j) if perm is None else (perm[c.i], perm[c.j])
     assert plan[:, 2].sum() == len(c)
     covered = np.zeros(len(c), int)
     for mode, k0, n, i0, d, rope in plan:
@@ -71,11 +77,63 @@ def test_plan_covers_every_link_once_with_valid_runs():
         rows = plan[offsets[b]:offsets[b + 1]]
         ks = np.concatenate([np.arange(k0, k0 + n) for _, k0, n, *_ in rows])
         got = set(zip(fi[ks].tolist(), fj[ks].tolist(), strict=True))
-        want = {tuple(sorted(p)) for p in zip(c.i[batch].tolist(), c.j[batch].tolist(),
+        want = {tuple(sorted(p)) for p in zip(ci[batch].tolist(), cj[batch].tolist(),
                                                strict=True)}
         assert got == want
+
+
+def test_plan_covers_every_link_once_with_valid_runs():
+    w = _scene("numba")
+    c = w.constraints
+    fi, fj, rest, comp, kind, plan, offsets = c._flat_batches()
+    _check_plan(c, fi, fj, rest, comp, kind, plan, offsets)
     modes = set(plan[:, 0].tolist())
     assert modes == {kernels.GATHER, kernels.RUN_STRIDE, kernels.RUN_PAIRS}
+
+
+@pytest.mark.parametrize("rows, cols", [(17, 23), (6, 8), (2, 3)])
+def test_grid_order_puts_even_rows_and_columns_first(rows, cols):
+    w = World(WorldConfig())
+    B.build_rope(w, (2.0, 2.0), (4.0, 2.0), 5)                  # 6 particles before it
+    B.build_cloth(w, cols, rows, 0.1)
+    c = w.constraints
+    assert c.grids == [(6, rows, cols)]
+    perm = c.grid_order(w.n)
+    np.testing.assert_array_equal(np.sort(perm), np.arange(w.n))    # a permutation
+    np.testing.assert_array_equal(perm[:6], np.arange(6))           # the rope stays
+    slot = (perm[6:] - 6).reshape(rows, cols)
+    even_r, even_c = (rows + 1) // 2, (cols + 1) // 2
+    col = np.arange(cols)
+    np.testing.assert_array_equal(slot[0], np.where(col % 2, even_c + col // 2, col // 2))
+    np.testing.assert_array_equal(slot[1] - even_r * cols, slot[0])
+    np.testing.assert_array_equal(slot[:, 0][::2], np.arange(even_r) * cols)
+    # Grids that overlap or do not fit are left in place.
+    c.add_grid(6, 2, 2)
+    c.add_grid(w.n - 1, 2, 2)
+    np.testing.assert_array_equal(c.grid_order(w.n), perm)
+    assert World(WorldConfig()).constraints.grid_order(0).size == 0
+
+
+def test_frame_plan_runs_over_the_grid_layout():
+    """The compiled frame's plan addresses the slots of the grid layout: the cloth's
+    horizontal links become unit-stride runs (no pairs left: the rope is rope links,
+    gathered or paired), and the plan still covers every link once."""
+    w = _scene("numba")
+    c = w.constraints
+    fi, fj, rest, comp, kind, plan, offsets, perm = c.frame_batches(np.float64, w.n)
+    assert perm.size == w.n
+    _check_plan(c, fi, fj, rest, comp, kind, plan, offsets, perm)
+    cloth = int(np.prod(c.grids[0][1:]))
+    pairs = plan[plan[:, 0] == kernels.RUN_PAIRS]
+    assert (pairs[:, 3] >= cloth).all()             # only the rope's links pair up
+    flat = c._flat_batches()[5]
+    assert (plan[:, 0] == kernels.RUN_STRIDE).sum() > 0
+    assert plan[plan[:, 0] != kernels.GATHER, 2].sum() >= flat[flat[:, 0] != kernels.GATHER,
+                                                               2].sum()
+    # Cached per float type and size, and dropped when the links change.
+    assert c.frame_batches(np.float64, w.n)[5] is plan
+    c.remove(np.arange(len(c)) < 3)
+    assert c.frame_batches(np.float64, w.n)[5] is not plan
 
 
 @needs_numba
@@ -210,21 +268,27 @@ def test_later_plus_finish_is_now_without_corrections(name):
 @pytest.mark.parametrize("config", [dict(substeps=4, iterations=2),
                                     dict(substeps=3, iterations=1, tear_ratio=1.05),
                                     dict(substeps=1, iterations=3)])
-def test_compiled_frame_equals_the_substep_path(config, dtype, monkeypatch):
+@pytest.mark.parametrize("layout", ["grid", "grid_last", "plain"])
+def test_compiled_frame_equals_the_substep_path(config, dtype, layout, monkeypatch):
     """``kernels.verlet_frame`` runs a frame in one call; the Python path substep by
-    substep must give the same bits (grabs, a cut, tearing, compliant links)."""
+    substep must give the same bits (grabs, a cut, tearing, compliant links), with the
+    cloth in the grid layout (``perm``) or in its own order."""
     runs, calls, real = [], [], kernels.verlet_frame
 
     def counted(*args):
-        calls.append(1)
+        calls.append(args[-1].size)
         return real(*args)
 
     monkeypatch.setattr(kernels, "verlet_frame", counted)
     for compiled in (True, False):
         monkeypatch.setattr(World, "compile_frames", compiled)
         calls.clear()
-        runs.append(_run(_scene("auto", dtype=dtype, **config)))
+        w = _scene("auto", dtype=dtype, cloth_last=layout == "grid_last", **config)
+        if layout == "plain":
+            w.constraints.grids.clear()
+        runs.append(_run(w))
         assert bool(calls) == compiled                    # the path under test ran
+        assert all(bool(k) == (layout != "plain") for k in calls)
     a, b = runs
     np.testing.assert_array_equal(a.particles.x, b.particles.x)
     np.testing.assert_array_equal(a.particles.x_prev, b.particles.x_prev)

@@ -86,6 +86,7 @@ def build_cloth(world: World, cols: int, rows: int, spacing: float = 0.1, origin
     i, j, col, fam = grid_edges(rows, cols, shear, bend)
     comp = np.choose(fam, [compliance, shear_compliance, bend_compliance])
     cidx = world.add_constraints(base + i, base + j, compliance=comp, kind="stick", colour=col)
+    world.constraints.add_grid(base, rows, cols)      # the compiled frame's layout
     body = Body("cloth", pidx, cidx)
     world.bodies.append(body)
     return body

@@ -87,8 +87,13 @@ class Constraints:
     #: "numba" (compiled, one core), "parallel" (compiled, batches over all cores),
     #: "numpy" (the reference) or "auto" (numba if installed, parallel for big batches)
     backend: str = "auto"
+    #: Particle grids ``(first, rows, cols)`` (row-major, ``first + r*cols + c``) that
+    #: builders declare; the compiled frame stores them in parity order (see
+    #: :meth:`grid_order`). Only a layout hint: any value gives the same numbers.
+    grids: list[tuple[int, int, int]] = field(default_factory=list)
     _batches: list[np.ndarray] | None = None
     _flat: tuple | None = None
+    _frame: tuple | None = None
     _compliant: bool | None = None
 
     def __len__(self) -> int:
@@ -132,13 +137,64 @@ class Constraints:
             self._flat = (key, *self._plan(np.dtype(dtype)))
         return self._flat[1:]
 
-    def _plan(self, dtype) -> tuple:
+    def add_grid(self, first: int, rows: int, cols: int) -> None:
+        """Declare particles ``first + r*cols + c`` (``r < rows``, ``c < cols``) a grid
+        (the cloth builder does), for the compiled frame's layout (:meth:`grid_order`)."""
+        self.grids.append((int(first), int(rows), int(cols)))
+        self._frame = None
+
+    def grid_order(self, n: int) -> np.ndarray:
+        """Where each of ``n`` particles sits in the compiled frame's planar copy:
+        ``perm[k]`` is particle ``k``'s slot, or an empty array for the identity.
+
+        Inside each declared grid the rows are stored even rows first, then odd rows,
+        and within a row even columns first, then odd columns (the C reference's
+        layout, ``bench/cref/grid.c``): every colour batch of a cloth's links (rows,
+        columns and diagonals alternate colour with the row or column) then joins
+        particles at one constant offset over long stretches of consecutive slots,
+        unit-stride runs for the sweep, horizontal links too (``RUN_STRIDE`` instead
+        of ``RUN_PAIRS``). Outside the grids, and for grids that overlap another one or
+        do not fit in ``n``, the order stays.
+        """
+        perm = np.arange(n, dtype=np.int64)
+        taken = np.zeros(n, bool)
+        used = False
+        for first, rows, cols in self.grids:
+            size = rows * cols
+            if rows < 2 or cols < 2 or first < 0 or first + size > n \
+                    or taken[first:first + size].any():
+                continue
+            taken[first:first + size] = True
+            r = np.arange(rows)
+            c = np.arange(cols)
+            pr = np.where(r % 2 == 0, r // 2, (rows + 1) // 2 + r // 2)
+            pc = np.where(c % 2 == 0, c // 2, (cols + 1) // 2 + c // 2)
+            perm[first:first + size] = first + (pr[:, None] * cols + pc[None, :]).ravel()
+            used = True
+        return perm if used else np.zeros(0, np.int64)
+
+    def frame_batches(self, dtype, n: int) -> tuple:
+        """:meth:`_flat_batches` for the compiled frame: ``i, j, rest, compliance, kind,
+        plan, offsets, perm`` with the links' ends and the plan's runs in the slots of
+        :meth:`grid_order` ``perm`` (empty: the particles' own order)."""
+        key = (np.dtype(dtype).str, n)
+        if self._frame is None or self._frame[0] != key:
+            perm = self.grid_order(n)
+            if perm.size:
+                out = (*self._plan(np.dtype(dtype), perm), perm)
+            else:
+                out = (*self._flat_batches(dtype), perm)
+            self._frame = (key, *out)
+        return self._frame[1:]
+
+    def _plan(self, dtype, perm=None) -> tuple:
         m = self.i.size
         bs = self.batches
         batch = np.repeat(np.arange(len(bs)), [b.size for b in bs])
         order = np.concatenate(bs) if bs else np.zeros(0, np.int64)
-        lo = np.minimum(self.i, self.j)[order]
-        hi = np.maximum(self.i, self.j)[order]
+        ci, cj = (self.i, self.j) if perm is None else (perm[self.i], perm[self.j])
+        lo = np.minimum(ci, cj)[order]
+        hi = np.maximum(ci, cj)[order]
         d = hi - lo
         soft = (self.compliance[order] != 0).astype(np.int64)
         kind = self.kind[order].astype(np.int64)
@@ -218,7 +274,7 @@ class Constraints:
         self.colour = np.concatenate([self.colour, new_colour])
         if not colouring_is_valid(self.i, self.j, self.colour):
             self.colour = greedy_colouring(self.i, self.j, x.shape[0])
-        self._batches = self._flat = self._compliant = None
+        self._batches = self._flat = self._frame = self._compliant = None
         return np.arange(start, start + k)
 
     def remove(self, mask: np.ndarray) -> int:
@@ -229,7 +285,7 @@ class Constraints:
             keep = ~mask
             for name in ("i", "j", "rest", "compliance", "kind", "colour"):
                 setattr(self, name, getattr(self, name)[keep])
-            self._batches = self._flat = self._compliant = None
+            self._batches = self._flat = self._frame = self._compliant = None
         return count
 
     # --- solving ------------------------------------------------------------------------
@@ -253,10 +309,12 @@ class Constraints:
             return
         self.project_numpy(x, w, h, lam)
 
-    def kernel_args(self, x: np.ndarray, w: np.ndarray) -> tuple | None:
+    def kernel_args(self, x: np.ndarray, w: np.ndarray, frame: bool = False) -> tuple | None:
         """``(i, j, rest, compliance, kind, plan, offsets, min_parallel)`` for the
         compiled sweep over positions ``x`` and inverse masses ``w``, or None when the
-        numpy reference must run (``backend``, no numba, arrays it cannot take)."""
+        numpy reference must run (``backend``, no numba, arrays it cannot take).
+        ``frame``: for ``kernels.verlet_frame``, with the grid layout's ``perm`` before
+        ``min_parallel`` (:meth:`frame_batches`)."""
         use = self.backend in ("numba", "parallel") or (self.backend == "auto"
                                                         and kernels.AVAILABLE)
         if not (use and len(self) and x.ndim == 2 and x.shape[1] == 2
@@ -268,6 +326,8 @@ class Constraints:
             min_parallel = 2**62
         else:
             min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
+        if frame:
+            return (*self.frame_batches(x.dtype, x.shape[0]), min_parallel)
         return (*self._flat_batches(x.dtype), min_parallel)
 
     def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:

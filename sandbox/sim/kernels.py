@@ -304,7 +304,7 @@ if INSTALLED:
     @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
     def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
                      inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                     min_parallel, planar):  # pragma: no cover - compiled
+                     min_parallel, perm, planar):  # pragma: no cover - compiled
         """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
         force is a fixed field ``a`` and whose only corrections are constraints: what
         ``World._substep`` does, in one call instead of a few Python calls a substep.
@@ -313,21 +313,39 @@ if INSTALLED:
         ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin`` set to
         ``kin_x``, ``lam`` zeroed if ``zero_lam``, ``iterations`` sweeps; then
         ``v += (x - x_prev) * c1`` (``add_scaled_difference``). The same operations in
-        the same order as the Python path, so the same bits (tested). ``planar (6, n)``
-        is scratch: the frame runs on planar copies of ``x``, ``x_prev`` and ``a`` and
-        writes ``x`` and ``x_prev`` back at the end. Returns False (``x`` and ``x_prev``
+        the same order as the Python path, so the same bits (tested). ``planar (9, n)``
+        is scratch: the frame runs on planar copies of ``x``, ``x_prev``, ``a``, ``w``
+        and ``v`` and writes ``x``, ``x_prev`` and ``v`` back at the end. ``perm``:
+        particle ``k`` sits in slot ``perm[k]`` of the copies, and ``ci``, ``cj`` and
+        ``plan`` address slots (``Constraints.frame_batches``: grids in parity order);
+        empty, slot ``k`` is particle ``k``. Each substep's arithmetic is per particle
+        and per link, so the slots change no bit. Returns False (``x`` and ``x_prev``
         are never swapped; the flag is kept for callers of the ping-pong version).
         """
         n = x.shape[0]
         X, Y, PX, PY, AX, AY = (planar[0], planar[1], planar[2], planar[3], planar[4],
                                 planar[5])
-        for k in range(n):
-            X[k] = x[k, 0]
-            Y[k] = x[k, 1]
-            PX[k] = x_prev[k, 0]
-            PY[k] = x_prev[k, 1]
-            AX[k] = a[k, 0]
-            AY[k] = a[k, 1]
+        W, VX, VY = planar[6], planar[7], planar[8]
+        moved = perm.size != 0
+        if moved:
+            for k in range(n):
+                q = perm[k]
+                X[q] = x[k, 0]
+                Y[q] = x[k, 1]
+                PX[q] = x_prev[k, 0]
+                PY[q] = x_prev[k, 1]
+                AX[q] = a[k, 0]
+                AY[q] = a[k, 1]
+                W[q] = w[k]
+        else:
+            for k in range(n):
+                X[k] = x[k, 0]
+                Y[k] = x[k, 1]
+                PX[k] = x_prev[k, 0]
+                PY[k] = x_prev[k, 1]
+                AX[k] = a[k, 0]
+                AY[k] = a[k, 1]
+                W[k] = w[k]
         zero = c1 - c1
         steps = r.size
         for s in range(steps):
@@ -338,12 +356,12 @@ if INSTALLED:
                 for k in range(n):
                     back = X[k] - PX[k]
                     xn = AX[k] * cas + X[k] + back * rs
-                    v[k, 0] = (xn - X[k]) * zero + -(back * c2)
+                    VX[k] = (xn - X[k]) * zero + -(back * c2)
                     PX[k] = xn
                 for k in range(n):
                     back = Y[k] - PY[k]
                     yn = AY[k] * cas + Y[k] + back * rs
-                    v[k, 1] = (yn - Y[k]) * zero + -(back * c2)
+                    VY[k] = (yn - Y[k]) * zero + -(back * c2)
                     PY[k] = yn
             else:
                 for k in range(n):
@@ -353,20 +371,36 @@ if INSTALLED:
             X, PX = PX, X
             Y, PY = PY, Y
             for k in range(kin.size):
-                X[kin[k]] = kin_x[k, 0]
-                Y[kin[k]] = kin_x[k, 1]
+                q = perm[kin[k]] if moved else kin[k]
+                X[q] = kin_x[k, 0]
+                Y[q] = kin_x[k, 1]
             if zero_lam:
                 lam[:] = 0
             for _ in range(iterations):
-                _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets,
+                _sweep_planar(X, Y, W, ci, cj, rest, compliance, kind, plan, offsets,
                               inv_h2, lam, min_parallel)
-        for k in range(n):
-            x[k, 0] = X[k]
-            x[k, 1] = Y[k]
-            x_prev[k, 0] = PX[k]
-            x_prev[k, 1] = PY[k]
-            v[k, 0] = (X[k] - PX[k]) * c1 + v[k, 0]
-            v[k, 1] = (Y[k] - PY[k]) * c1 + v[k, 1]
+        if steps == 0:                      # no substep wrote the velocity copy
+            for k in range(n):
+                q = perm[k] if moved else k
+                VX[q] = v[k, 0]
+                VY[q] = v[k, 1]
+        if moved:
+            for k in range(n):
+                q = perm[k]
+                x[k, 0] = X[q]
+                x[k, 1] = Y[q]
+                x_prev[k, 0] = PX[q]
+                x_prev[k, 1] = PY[q]
+                v[k, 0] = (X[q] - PX[q]) * c1 + VX[q]
+                v[k, 1] = (Y[q] - PY[q]) * c1 + VY[q]
+        else:
+            for k in range(n):
+                x[k, 0] = X[k]
+                x[k, 1] = Y[k]
+                x_prev[k, 0] = PX[k]
+                x_prev[k, 1] = PY[k]
+                v[k, 0] = (X[k] - PX[k]) * c1 + VX[k]
+                v[k, 1] = (Y[k] - PY[k]) * c1 + VY[k]
         return False
 
     @njit(cache=True, fastmath=False)
@@ -525,6 +559,7 @@ if INSTALLED:
                            compliance[k0:k0 + n], kind[k0:k0 + n], lam[k0:k0 + n], inv_h2)
 
     _planar: dict = {}
+    _NO_PERM = np.zeros(0, np.int64)
 
     def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
                         min_parallel):
@@ -545,17 +580,20 @@ if INSTALLED:
 
     def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
                      inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                     min_parallel) -> bool:
+                     min_parallel, perm=None) -> bool:
         """``_verlet_frame`` with its planar scratch (kept per size and float type) and
-        the threads chosen as in :func:`project_batches`. Returns False: ``x`` and
+        the threads chosen as in :func:`project_batches`; ``perm`` the slots of the
+        particles in it (None or empty: their own order). Returns False: ``x`` and
         ``x_prev`` stay where they were."""
+        if perm is None:
+            perm = _NO_PERM
         n = x.shape[0]
         skey = (n, x.dtype.char)
         planar = _planar.get(skey)
         if planar is None:
             if len(_planar) > 8:
                 _planar.clear()
-            planar = _planar[skey] = np.empty((6, n), x.dtype)
+            planar = _planar[skey] = np.empty((9, n), x.dtype)
         auto = 1 < min_parallel < 2**62
         key = ("frame", ci.size, n, x.dtype.char, r.size, iterations)
         par = cores.POLICY.parallel(key, ci.size) if auto else min_parallel == 1
@@ -563,7 +601,7 @@ if INSTALLED:
         swapped = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
                                 offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2,
                                 kin, kin_x, (min_parallel if par else 2**62) if auto
-                                else min_parallel, planar)
+                                else min_parallel, perm, planar)
         if auto:
             cores.POLICY.record(key, par, time.perf_counter() - t0)
         return bool(swapped)
@@ -603,7 +641,7 @@ def warm_up(dtypes=("float64", "float32")) -> None:
                      np.zeros(3, dtype), np.zeros(3, np.int8), plan, np.array([0, 2, 3]),
                      dtype(3600.0), np.zeros(3, dtype), True, 1, np.ones(2, dtype),
                      np.ones(2, dtype), one, one, np.array([1]), np.zeros((1, 2), dtype), 1,
-                     np.empty((6, 4), dtype))
+                     np.array([0, 2, 1, 3]), np.empty((9, 4), dtype))
         add_scaled_difference(np.zeros_like(x), x, x, one)
     x = np.zeros((2, 2))
     x[1, 0] = 1.0

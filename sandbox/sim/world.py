@@ -354,7 +354,8 @@ class World:
                 and self._gravity_only and self.mouse is None and self.ledger is None):
             return False
         x = p.x
-        args = self.constraints.kernel_args(x, p.inv_mass) if len(self.constraints) else None
+        args = (self.constraints.kernel_args(x, p.inv_mass, frame=not contacts)
+                if len(self.constraints) else None)
         if args is None and (len(self.constraints) or not contacts):
             return False
         a = self._uniform_accel(x)
@@ -371,7 +372,7 @@ class World:
             if swapped is None:
                 return False
         else:
-            *arrays, min_parallel = args
+            *arrays, perm, min_parallel = args        # links in the grid layout's slots
             r, ca, c1, c2 = coef
             kin = np.zeros(0, np.int64)               # no kinematic rows: the mouse is a
             kin_x = np.zeros((0, 2), x.dtype)         # spring, solved on the substep path
@@ -379,7 +380,7 @@ class World:
                                            f(1.0 / (hs * hs)), lam,
                                            self.constraints.compliant,
                                            max(cfg.iterations, 1), r, ca, c1[-1], c2[-1],
-                                           kin, kin_x, min_parallel)
+                                           kin, kin_x, min_parallel, perm)
         if swapped:
             p.x, p.x_prev = p.x_prev, p.x
         p.a, p.a_valid, p.h_prev = a, False, hs
