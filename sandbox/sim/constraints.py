@@ -147,14 +147,15 @@ class Constraints:
         """Where each of ``n`` particles sits in the compiled frame's planar copy:
         ``perm[k]`` is particle ``k``'s slot, or an empty array for the identity.
 
-        Inside each declared grid the rows are stored even rows first, then odd rows,
-        and within a row even columns first, then odd columns (the C reference's
-        layout, ``bench/cref/grid.c``): every colour batch of a cloth's links (rows,
-        columns and diagonals alternate colour with the row or column) then joins
-        particles at one constant offset over long stretches of consecutive slots,
-        unit-stride runs for the sweep, horizontal links too (``RUN_STRIDE`` instead
-        of ``RUN_PAIRS``). Outside the grids, and for grids that overlap another one or
-        do not fit in ``n``, the order stays.
+        Inside each declared grid the particles are split by the parity of their row
+        and column into four blocks, (even, even), (even, odd), (odd, even), (odd,
+        odd), each a row-major grid of half the rows and columns. A cloth's colour
+        batches (rows, columns and diagonals alternate colour with the row or column)
+        then join slots at one constant offset: half of each family's links over a
+        whole block, the other half (whose last column or row has no partner) row by
+        row, all unit-stride runs for the sweep, horizontal links too (``RUN_STRIDE``
+        instead of ``RUN_PAIRS``). Outside the grids, and for grids that overlap
+        another one or do not fit in ``n``, the order stays.
         """
         perm = np.arange(n, dtype=np.int64)
         taken = np.zeros(n, bool)
@@ -165,11 +166,14 @@ class Constraints:
                     or taken[first:first + size].any():
                 continue
             taken[first:first + size] = True
-            r = np.arange(rows)
-            c = np.arange(cols)
-            pr = np.where(r % 2 == 0, r // 2, (rows + 1) // 2 + r // 2)
-            pc = np.where(c % 2 == 0, c // 2, (cols + 1) // 2 + c // 2)
-            perm[first:first + size] = first + (pr[:, None] * cols + pc[None, :]).ravel()
+            r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+            half_r = np.array([(rows + 1) // 2, rows // 2])
+            half_c = np.array([(cols + 1) // 2, cols // 2])
+            sizes = (half_r[:, None] * half_c[None, :]).ravel()     # blocks 00 01 10 11
+            start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            block = 2 * (r % 2) + c % 2
+            slot = start[block] + (r // 2) * half_c[c % 2] + c // 2
+            perm[first:first + size] = first + slot.ravel()
             used = True
         return perm if used else np.zeros(0, np.int64)
 
