@@ -155,14 +155,16 @@ class Constraints:
         whole block, the other half (whose last column or row has no partner) row by
         row, all unit-stride runs for the sweep, horizontal links too (``RUN_STRIDE``
         instead of ``RUN_PAIRS``). Outside the grids, and for grids that overlap
-        another one or do not fit in ``n``, the order stays.
+        another one, do not fit in ``n`` or have an odd number of columns, the order
+        stays (with odd columns the two column blocks differ in width, so the offset
+        changes from row to row and the runs would be shorter than in row order).
         """
         perm = np.arange(n, dtype=np.int64)
         taken = np.zeros(n, bool)
         used = False
         for first, rows, cols in self.grids:
             size = rows * cols
-            if rows < 2 or cols < 2 or first < 0 or first + size > n \
+            if rows < 2 or cols < 2 or cols % 2 or first < 0 or first + size > n \
                     or taken[first:first + size].any():
                 continue
             taken[first:first + size] = True
