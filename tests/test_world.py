@@ -1,5 +1,7 @@
 """The world: constraints, forces, energy, builders, divergence, snapshots, interaction."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -280,6 +282,7 @@ def test_snapshot_round_trip_gives_an_identical_state(tmp_path):
     other = World()
     other.load(path)
     assert other.state_hash() == h
+    assert other.constraints.grids == w.constraints.grids == [(0, 5, 6)]  # the layout
     for _ in range(20):            # and both continue identically
         w.step(1 / 60)
         other.step(1 / 60)
@@ -292,7 +295,7 @@ def _pickled_npz(path):
 
 
 @pytest.mark.parametrize("corrupt", ["garbage", "truncated", "pickle", "nan", "shape",
-                                     "index", "missing"])
+                                     "index", "missing", "grids"])
 def test_corrupt_snapshots_are_rejected_and_the_world_is_unchanged(tmp_path, corrupt):
     good = tmp_path / "good.npz"
     _busy_world().save(good)
@@ -314,6 +317,10 @@ def test_corrupt_snapshots_are_rejected_and_the_world_is_unchanged(tmp_path, cor
             data["p_v"] = data["p_v"][:-1]
         elif corrupt == "index":
             data["c_j"][0] = 10_000
+        elif corrupt == "grids":
+            meta = json.loads(bytes(data["meta"]).decode())
+            meta["grids"] = [[0, 5, "6"]]
+            data["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         np.savez(bad, **data)
     w = _busy_world()
     h = w.state_hash()

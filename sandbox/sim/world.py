@@ -634,7 +634,8 @@ class World:
         meta = {"format": "verlet-sandbox snapshot", "version": 1,
                 "config": dataclasses.asdict(self.config), "t": p.t, "h_prev": p.h_prev,
                 "a_valid": bool(p.a_valid), "steps": self.steps, "torn": self.torn,
-                "pressure": len(self.pressure), "shapes": self.colliders.specs}
+                "pressure": len(self.pressure), "shapes": self.colliders.specs,
+                "grids": [list(g) for g in c.grids]}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         with atomic_writer(path, replace=replace) as f:
             np.savez(f, **arrays)
@@ -777,6 +778,14 @@ class World:
         c = Constraints(**cg)
         if not colouring_is_valid(c.i, c.j, c.colour):
             raise bad("constraint colouring shares a particle within a batch")
+        grids = meta.get("grids", [])       # a layout hint (absent before: row order)
+        if not (isinstance(grids, list) and len(grids) <= 10_000 and all(
+                isinstance(g, list) and len(g) == 3
+                and all(type(v) is int and 0 <= v <= n for v in g) for g in grids)):
+            raise bad(f"meta.grids: expected up to 10,000 [first, rows, cols] of "
+                      f"integers in 0..{n}")
+        for g in grids:
+            c.add_grid(*g)
         s = Springs(**read_group("s", self._SARRAYS))
         links, springs = len(c.i), len(s.i)
         for problem in levels.world_limits(n, links, springs, config.G, config.substeps,
