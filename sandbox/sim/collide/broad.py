@@ -346,7 +346,8 @@ def _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny, marg, exclude, p
             else:
                 a = np.searchsorted(sk, ku + ny - 1, side="left")
                 b = np.searchsorted(sk, ku + ny + 1, side="right")
-            for t in range(a, b):
+            # Unsigned: no wraparound tests on the loads (a, b are never negative).
+            for t in range(np.uint64(a), np.uint64(b)):
                 ddx = xs[t] - xs[u]
                 ddy = ys[t] - ys[u]
                 reach = rs[u] + rs[t] + marg
@@ -473,8 +474,8 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     # _PairList.build: nodes = np.unique(i, j), a and b number the pairs' ends in it.
     local = np.full(n, -1, np.int64)
     for k in range(P):
-        local[pi[k]] = 0
-        local[pj[k]] = 0
+        local[np.uint64(pi[k])] = 0
+        local[np.uint64(pj[k])] = 0
     M = 0
     for p in range(n):
         if local[p] == 0:
@@ -490,9 +491,11 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     pb = np.empty(P, np.int64)
     reach = np.empty(P, r.dtype)
     for k in range(P):
-        pa[k] = local[pi[k]]
-        pb[k] = local[pj[k]]
-        reach[k] = r[pi[k]] + r[pj[k]]
+        ii = np.uint64(pi[k])
+        jj = np.uint64(pj[k])
+        pa[k] = local[ii]
+        pb[k] = local[jj]
+        reach[k] = r[ii] + r[jj]
     return pi, pj, pa, pb, nodes, reach
 
 
@@ -511,6 +514,6 @@ def max_moved2(x, x_ref):  # pragma: no cover - compiled
 def any_moving(i, j, w):  # pragma: no cover - compiled
     """Whether a pair has a movable end (``Contacts.set_pairs``)."""
     for k in range(i.size):
-        if w[i[k]] > 0 or w[j[k]] > 0:
+        if w[np.uint64(i[k])] > 0 or w[np.uint64(j[k])] > 0:
             return True
     return False
