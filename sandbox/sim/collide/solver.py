@@ -47,6 +47,9 @@ later operation turns into a different value.
 Hot loops never reassign an array variable (outputs go to arrays sized up front, and a
 function that runs out of room returns -1 for its caller to retry with more): numba
 reference-counts such a variable on every pass, which made the loops four times slower.
+A particle index read from an index array (pairs, contacts, rows) is cast to ``uint64``
+before use: numba tests every signed index for a negative value (wraparound), which cost
+the velocity pass's pair sweep 30 % of its time; the indices are valid particle numbers.
 """
 
 from __future__ import annotations
