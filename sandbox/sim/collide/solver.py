@@ -1489,7 +1489,8 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iteration
     half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
     ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
     ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
-    (``links``: one thread) and the contacts' ``project``; ``v += (x - x_prev) c1``
+    (``links``: ``kernels.sweep_serial``, one thread, the same bits as the parallel
+    sweep) and the contacts' ``project``; ``v += (x - x_prev) c1``
     (``add_scaled_difference``); ``finish`` (position based, ``sweeps``).
 
     Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
@@ -1555,12 +1556,13 @@ _threads = []
 
 
 def launch_threads() -> None:
-    """Dispatch the links' sweep (``kernels._project_batches``, ``parallel=True``)
-    once from Python before the first :func:`frame`. ``frame`` is a serial kernel
-    that calls it: loaded from numba's disk cache into a process where no parallel
-    kernel has run yet, the threading layer's entry points it calls are unresolved
-    and the call jumps to address 0 (a segfault on the second run, the first that
-    loads the cache). Dispatching a parallel kernel resolves them."""
+    """Dispatch the links' parallel sweep (``kernels._project_batches``) once from
+    Python. :func:`frame` used to call it from a serial kernel: loaded from numba's
+    disk cache into a process where no parallel kernel had run yet, the threading
+    layer's entry points it called were unresolved and the call jumped to address 0
+    (a segfault on the second run, the first that loads the cache). ``frame`` now
+    sweeps its links with ``kernels.sweep_serial`` and calls no parallel kernel; this
+    stays harmless for the callers that still make it."""
     if not _threads:
         z = np.zeros(0, np.int64)
         _project_batches(np.zeros((0, 2)), np.zeros(0), z, z, np.zeros(0), np.zeros(0),
