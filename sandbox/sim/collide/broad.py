@@ -190,7 +190,12 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
     # Only a pair it puts beyond the filter by more than GAP_TOL (far more than the
     # round-off of either) skips the exact distance: the pairs kept are the same.
     inv_len = np.zeros(nshapes)
+    box = np.empty((nshapes, 4))            # the boxes in a compact table of their own
     for g in range(nshapes):
+        box[g, 0] = geo[g, LO_X]
+        box[g, 1] = geo[g, LO_Y]
+        box[g, 2] = geo[g, HI_X]
+        box[g, 3] = geo[g, HI_Y]
         if kinds[g] == SEGMENT:
             ex = geo[g, 2] - geo[g, 0]
             ey = geo[g, 3] - geo[g, 1]
@@ -204,20 +209,20 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
         loy = _min(x0[q, 1], x1[q, 1]) - pad
         hix = _max(x0[q, 0], x1[q, 0]) + pad
         hiy = _max(x0[q, 1], x1[q, 1]) + pad
-        count = -1
+        count = nshapes                     # brute force: every shape, in order
         if not brute:
             count = _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims,
                                      max_cells, stamp, q, buf)
-        if count < 0:
-            for g in range(nshapes):
-                buf[g] = g
-            count = nshapes
+            if count < 0:
+                for g in range(nshapes):
+                    buf[g] = g
+                count = nshapes
         near = one_half * disp[q] + marg
         for k in range(count):
-            g = buf[k]
+            g = np.uint64(k if brute else buf[k])   # unsigned: no wraparound tests
             # One branch for the four tests (& does not short-circuit).
-            if not ((lox <= geo[g, HI_X]) & (loy <= geo[g, HI_Y]) & (hix >= geo[g, LO_X])
-                    & (hiy >= geo[g, LO_Y])):
+            if not ((lox <= box[g, 2]) & (loy <= box[g, 3]) & (hix >= box[g, 0])
+                    & (hiy >= box[g, 1])):
                 continue
             if inv_len[g] > 0:
                 ax = geo[g, 0]

@@ -829,16 +829,23 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     wg = np.empty(n * nwalls, np.int64)
     nw = 0
     two = _as(x1, 2.0)
+    wt = np.empty((nwalls, 3))              # the walls' rows, a table of their own
+    for k in range(nwalls):
+        for c in range(3):
+            wt[k, c] = geo[nshapes + k, c]
     for q in range(n if nwalls else 0):
         if not w[q] > 0:
             continue
         rq = r[q]
         near = rq + marg
+        px = x1[q, 0]
+        py = x1[q, 1]
+        lim = rq + disp[q] + marg if nshapes else near
         for k in range(nwalls):
             g = nshapes + k
-            dw = (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2]
+            dw = (wt[k, 0] * px + wt[k, 1] * py) - wt[k, 2]
             if nshapes:
-                hit = dw < rq + disp[q] + marg
+                hit = dw < lim
             elif dw < near:                 # disp >= 0: below the limit anyway
                 hit = True
             else:
