@@ -310,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "load and measured speed-up), 1, or 2 (big batches spread)")
     bench.add_argument("--no-cref", action="store_true",
                        help="do not time the C reference kernel (it needs gcc)")
+    bench.add_argument("--startup", action=argparse.BooleanOptionalAction, default=None,
+                       help="time launch to first frame of the window with an empty and a "
+                            "warm kernel cache (default: on unless --only)")
     bench.add_argument("--results-dir", default="bench/results", metavar="DIR",
                        help="per-machine results folder (default: bench/results)")
     bench.add_argument("--no-save", action="store_true",

@@ -352,10 +352,17 @@ def run_scenario(sc: Scenario, rounds: int, frames: int, drawer: Drawer | None,
                 frame.append(1e3 * (tp + tr) / frames)
                 tick(frames)
                 if twin is not None:
-                    a = clock()
+                    # Timed as ours is: frame by frame with the same drawing between
+                    # frames, so both engines start each step with the caches a frame
+                    # of drawing leaves (back to back, pymunk's stayed warm).
+                    tq = 0.0
                     for _ in range(frames):
+                        a = clock()
                         twin.step()
-                    pm.append(1e3 * (clock() - a) / frames)
+                        tq += clock() - a
+                        if drawer is not None:
+                            drawer.draw(world)
+                    pm.append(1e3 * tq / frames)
                     tick(frames)
                 if gc_was:
                     gc.enable()
@@ -603,6 +610,45 @@ def cref_ratios(rows: dict[str, dict], cref: dict[str, Any]) -> dict[str, float]
 
 # --------------------------------------------------------------------------- targets
 
+#: The level the start-up is timed on (the one ``python main.py`` opens).
+STARTUP_LEVEL = "playground"
+
+
+def time_startup(level: str = STARTUP_LEVEL, runs: int = 3) -> dict[str, Any]:
+    """Seconds from launching ``main.py play LEVEL --frames 1`` to its exit, in a new
+    process with SDL's dummy video driver: launch, imports, the level, the first frame
+    drawn, then closing (an upper bound of launch to first frame). ``cold``: each run
+    with its own empty kernel cache (``NUMBA_CACHE_DIR``), as on a fresh install;
+    ``warm``: the cache this process has just filled. Medians of ``runs``, and the runs;
+    ``{"error": ...}`` when the app did not run."""
+    import tempfile
+
+    base = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
+    base["SDL_VIDEODRIVER"] = "dummy"
+    cmd = [sys.executable, str(ROOT / "main.py"), "play", level, "--frames", "1"]
+
+    def once(env: dict[str, str]) -> float:
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=300)
+        seconds = time.perf_counter() - t0
+        if r.returncode != 0:
+            tail = (r.stderr.strip().splitlines() or ["no message"])[-1]
+            raise RuntimeError(f"play exited {r.returncode}: {tail}")
+        return seconds
+
+    try:
+        cold = []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory(prefix="verlet-cold-cache-") as d:
+                cold.append(once({**base, "NUMBA_CACHE_DIR": d}))
+        warm = [once(base) for _ in range(runs)]
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    return {"level": level, "cold_s": float(np.median(cold)),
+            "warm_s": float(np.median(warm)), "cold_runs": cold, "warm_runs": warm}
+
+
 @dataclass(frozen=True)
 class Target:
     label: str
@@ -649,6 +695,10 @@ def targets_for(load: int = 0) -> tuple[Target, ...]:
                "x"),
         Target("n-body 1,000 bodies, velocity Verlet, per step", "nbody1000_vv",
                "physics_ms", "<=", 5.0, "ms"),
+        Target(f"launch to first frame, empty kernel cache ({STARTUP_LEVEL})", "startup",
+               "cold_s", "<=", 3.0, "s"),
+        Target(f"launch to first frame, warm kernel cache ({STARTUP_LEVEL})", "startup",
+               "warm_s", "<=", 1.5, "s"),
     ]
     if load <= 1:
         limit = 16.7 if load == 0 else 25.0
@@ -842,6 +892,7 @@ class Options:
     load: int = 0                   # busy processes beside the timed runs
     threads: str = "auto"           # "auto", "1" (one thread) or "2" (big batches spread)
     cref: bool = True               # time the C reference in the same run (needs gcc)
+    startup: bool | None = None     # time launch to first frame (None: unless --only)
     extra: dict = field(default_factory=dict)
 
 
@@ -865,6 +916,8 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
     mode_before = cores.POLICY.mode
     cores.set_mode({"1": "serial", "2": "parallel"}.get(opts.threads, "auto"))
     wants_cref = opts.cref and any(sc.name in CREF_ROWS for sc in scenarios)
+    wants_startup = opts.only is None if opts.startup is None else opts.startup
+    startup: dict[str, Any] = {}
     rows = []
     cref: dict[str, Any] = {}
     started = datetime.now(UTC)
@@ -881,6 +934,9 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
                     rows.append(row)
                 if wants_cref:
                     cref_runs.append(time_cref())
+                if wants_startup:
+                    bar.set_description("start-up")
+                    startup = time_startup()
             finally:
                 bar.close()
             busy_at_end = load.running()
@@ -897,6 +953,9 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
     for name, ratio in cref_ratios(by_name, cref).items():
         by_name[name]["cref_ratio"] = ratio
         by_name[name]["cref_ms"] = cref[CREF_ROWS[name]]
+    if startup:
+        by_name["startup"] = {**startup, "status": "ok" if "error" not in startup
+                              else f"failed: {startup['error']}"}
     report = {
         "machine": machine,
         "run": {"started_utc": started.isoformat(timespec="seconds"),
@@ -906,7 +965,7 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
                 "numba_available": kernels.AVAILABLE, "warm_up_s": warm,
                 "renderer": drawer.kind if drawer else "none",
                 "load": opts.load, "load_running_at_end": busy_at_end,
-                "threads": opts.threads, "cref": cref,
+                "threads": opts.threads, "cref": cref, "startup": startup,
                 "timing": "median over rounds of the mean ms per frame in a round; "
                           "ours then pymunk each round; gc off during a round",
                 "error": "relative stretch |L - rest| / rest of the links at each round "
@@ -985,6 +1044,17 @@ def print_report(report: dict, out=sys.stdout) -> None:
                 ours = (f"ours {_ms(row['physics_ms'])} ms = {row['cref_ratio']:.2f}x"
                         if row and row.get("cref_ratio") else "ours not run")
                 p(f"  {key:<11} {_ms(cref[key]):>7} ms   {name:<20} {ours}")
+    startup = run.get("startup") or {}
+    if startup:
+        p("")
+        if "error" in startup:
+            p(f"start-up: not timed ({startup['error']})")
+        else:
+            runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)   # noqa: E731
+            p(f"start-up (python main.py play {startup['level']} --frames 1, launch to exit "
+              f"after the first frame, dummy video driver): empty kernel cache "
+              f"{startup['cold_s']:.2f} s [{runs(startup['cold_runs'])}], warm "
+              f"{startup['warm_s']:.2f} s [{runs(startup['warm_runs'])}]")
     p("")
     p("targets (printed, never asserted):")
     p(format_targets(report["targets"]))
@@ -1067,7 +1137,8 @@ def run_bench(args: argparse.Namespace) -> int:
     opts = Options(quick=args.quick, only=args.only, rounds=args.rounds, frames=args.frames,
                    pymunk=not args.no_pymunk, load=getattr(args, "load", 0) or 0,
                    threads=str(getattr(args, "threads", "auto") or "auto"),
-                   cref=not getattr(args, "no_cref", False))
+                   cref=not getattr(args, "no_cref", False),
+                   startup=getattr(args, "startup", None))
     if opts.load < 0 or opts.threads not in ("auto", "1", "2"):
         print("error: --load must be >= 0 and --threads auto, 1 or 2", file=sys.stderr)
         return 2

@@ -1167,6 +1167,24 @@ def find_level(name_or_path: str | os.PathLike) -> Path:
         return candidate
 
 
+def level_label(path: str | os.PathLike | None) -> str:
+    """The name :func:`find_level` finds a level file by: ``cloth`` for
+    ``levels/cloth.toml``, ``bench:cloth200_shear`` for a benchmark scene, the path
+    itself for any other file ("" for none)."""
+    if not path:
+        return ""
+    p = Path(path)
+    try:
+        folder = p.resolve().parent
+    except OSError:
+        return str(p)
+    if p.suffix == ".toml" and folder == LEVELS_DIR.resolve():
+        return p.stem
+    if p.suffix == ".toml" and folder == BENCH_DIR.resolve():
+        return BENCH_PREFIX + p.stem
+    return str(p)
+
+
 # --------------------------------------------------------------------------- building
 
 def world_config_kwargs(level: Level) -> dict[str, Any]:

@@ -259,3 +259,19 @@ def test_load_option_runs_beside_busy_processes_and_notes_it(tmp_path):
     report = json.loads(out_json.read_text())
     assert report["run"]["load"] == 1 and report["run"]["load_running_at_end"] == 1
     assert report["run"]["threads"] == "1" and report["rows"][0]["threads"] == "serial"
+
+
+def test_startup_is_timed_in_new_processes_cold_and_warm():
+    """The start-up target's numbers come from real launches of the window command (a
+    level that does not open is an error, not a time)."""
+    r = bench.time_startup(runs=1)
+    assert "error" not in r, r
+    assert r["level"] == bench.STARTUP_LEVEL
+    assert len(r["cold_runs"]) == len(r["warm_runs"]) == 1
+    assert 0.1 < r["cold_s"] < 300 and 0.1 < r["warm_s"] < 300
+    bad = bench.time_startup(level="no_such_level", runs=1)
+    assert "error" in bad and "exited 1" in bad["error"] and "no_such_level" in bad["error"]
+    checked = {t["metric"]: t for t in (t.check({"startup": {**r, "status": "ok"}})
+                                        for t in bench.TARGETS if t.scenario == "startup")}
+    assert set(checked) == {"cold_s", "warm_s"}
+    assert all(c["result"] in ("PASS", "FAIL") for c in checked.values())

@@ -189,7 +189,7 @@ def test_the_bench_table_keeps_its_settings():
     assert all(s.no_twin for s in t.values() if not s.twin)
     assert (t["pile2000"].settle, t["pile2000"].needs) == (60, ("add_shape",))
     assert t["cloth200_shear"].title == "cloth 200x200 structural + shear, 20x1"
-    assert t["pile2000"].view == ((0.0, 4.0), 12.0)
+    assert t["pile2000"].view == ((0.0, 3.5), 16.0)
     assert [len(t["pile2000"].shapes), t["soft_blob"].passes, t["cloth100_shear_5x4"].passes
             ] == [6, 20, 20]
 
@@ -281,3 +281,32 @@ def test_the_new_bodies_count_what_they_build():
     world = build_world(level)
     t = levels.level_totals(level)
     assert (t.particles, t.links, t.springs) == (world.n, 0, 0) == (57, 0, 0)
+
+
+# --------------------------------------------------------------------------- in the window
+
+@pytest.mark.parametrize("name", levels.bench_level_names())
+def test_the_window_shows_the_whole_scene(name):
+    """Opened with ``play bench:NAME`` in the default 1280x800 window, the view (``width``
+    by ``width * 800 / 1280`` m around ``center``, fitted whole below the HUD) holds the
+    scene: its particles across, a floor (``bounds``) if it has one, and every hanging
+    body let down straight below its nearest pin (a cloth's or a rope's lowest reach)."""
+    level = load_level(find_level(f"bench:{name}"))
+    world = build_world(level)
+    (cx, cy), width = level.view.center, level.view.width
+    half_w, half_h = width / 2, width * 800 / 1280 / 2
+    x = world.particles.x
+    assert cx - half_w <= x[:, 0].min() and x[:, 0].max() <= cx + half_w, name
+    lowest = x[:, 1].min()
+    if world.config.bounds is not None:
+        x0, y0, x1, _ = world.config.bounds
+        assert cx - half_w <= x0 and x1 <= cx + half_w, name
+        lowest = y0
+    pinned = world.particles.inv_mass == 0
+    if pinned.any() and world.config.bounds is None:
+        pins = x[pinned]
+        d = np.linalg.norm(x[:, None, :] - pins[None, :, :], axis=2)
+        nearest = d.argmin(axis=1)
+        lowest = min(lowest, float((pins[nearest, 1] - d.min(axis=1)).min()))
+    assert cy - half_h <= lowest, (name, lowest, cy - half_h)
+    assert x[pinned, 1].max(initial=-np.inf) <= cy + half_h, name

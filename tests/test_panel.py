@@ -124,3 +124,21 @@ def test_tab_hides_the_panel_and_the_view_grows(app):
     assert app.safe_area()[2] == SIZE[0] > w
     app.frame(H)
     assert app._draw_error is None
+
+
+def test_the_level_picker_names_a_benchmark_scene_and_a_file_elsewhere(tmp_path):
+    """A level that is not in the list (``play bench:NAME``, a saved file) is shown by the
+    name that opens it again, not as the list's first level."""
+    import shutil
+
+    from sandbox.levels import LEVELS_DIR
+    mine = tmp_path / "mine.toml"
+    shutil.copy(LEVELS_DIR / "rope.toml", mine)
+    for source, shown in (("bench:cloth50", "bench:cloth50"), (str(mine), str(mine)),
+                          ("levels/cloth.toml", "cloth")):
+        a = ev.window_app(source, tmp_path, SIZE)
+        a.frame(H)
+        assert a.panel.level.selected_option[0] == shown, source
+        assert [o[0] for o in a.panel.level.options_list].count(shown) == 1, source
+    pick(a, a.panel.level, "rope")
+    assert a.scene.source == "rope" and a.panel.level.selected_option[0] == "rope"

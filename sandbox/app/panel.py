@@ -174,6 +174,8 @@ class ControlPanel:
 
         levels = level_names()
         current = self._level_name()
+        if current and current not in levels:   # a benchmark scene or a file elsewhere
+            levels = [current, *levels]
         label("level  N P", width=100, h=24)
         self.level = UIDropDownMenu(levels, current if current in levels else levels[0],
                                     pygame.Rect(108, y, w - 100, 24), manager=m, container=c,
@@ -194,9 +196,8 @@ class ControlPanel:
         return GHOST_OFF if g is None else integrator_option(g.integrator.name)
 
     def _level_name(self) -> str:
-        from pathlib import Path
-        src = self.app.session.scene.source
-        return Path(src).stem if src else ""
+        from ..levels import level_label
+        return level_label(self.app.session.scene.source)
 
     def place(self, rect: pygame.Rect) -> None:
         """Move the panel (a resize, or the graph's height changed)."""

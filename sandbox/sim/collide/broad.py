@@ -13,8 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import HI_X, HI_Y, LO_X, LO_Y, _distance, _dot
+from .geometry import HI_X, HI_Y, LO_X, LO_Y, SEGMENT, _distance, _dot
 from .jit import _as, _max, _min, jit
+
+#: m: a (particle, segment) pair whose lower bound on the distance (see ``_broad_phase``)
+#: is beyond the start-gap filter by more than this skips the exact distance. Both
+#: distances are float64 with round-off far below it on any coordinate the levels allow.
+GAP_TOL = 1e-6
 
 # ------------------------------------------------------------ pairs by particle
 
@@ -180,6 +185,22 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
     m = 0
     stamp = np.full(nshapes, -1, np.int64)
     buf = np.empty(nshapes, np.int64)
+    # A segment's box is loose when it slants: a lower bound on the distance first, the
+    # distance to its line less its thickness, |(b - a) x (p - a)| / |b - a| - thickness.
+    # Only a pair it puts beyond the filter by more than GAP_TOL (far more than the
+    # round-off of either) skips the exact distance: the pairs kept are the same.
+    inv_len = np.zeros(nshapes)
+    box = np.empty((nshapes, 4))            # the boxes in a compact table of their own
+    for g in range(nshapes):
+        box[g, 0] = geo[g, LO_X]
+        box[g, 1] = geo[g, LO_Y]
+        box[g, 2] = geo[g, HI_X]
+        box[g, 3] = geo[g, HI_Y]
+        if kinds[g] == SEGMENT:
+            ex = geo[g, 2] - geo[g, 0]
+            ey = geo[g, 3] - geo[g, 1]
+            ln = math.sqrt(ex * ex + ey * ey)
+            inv_len[g] = 1.0 / ln if ln > 0 else 0.0
     for q in range(n if nshapes else 0):
         if not w[q] > 0:
             continue
@@ -188,21 +209,27 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
         loy = _min(x0[q, 1], x1[q, 1]) - pad
         hix = _max(x0[q, 0], x1[q, 0]) + pad
         hiy = _max(x0[q, 1], x1[q, 1]) + pad
-        count = -1
+        count = nshapes                     # brute force: every shape, in order
         if not brute:
             count = _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims,
                                      max_cells, stamp, q, buf)
-        if count < 0:
-            for g in range(nshapes):
-                buf[g] = g
-            count = nshapes
+            if count < 0:
+                for g in range(nshapes):
+                    buf[g] = g
+                count = nshapes
         near = one_half * disp[q] + marg
         for k in range(count):
-            g = buf[k]
+            g = np.uint64(k if brute else buf[k])   # unsigned: no wraparound tests
             # One branch for the four tests (& does not short-circuit).
-            if not ((lox <= geo[g, HI_X]) & (loy <= geo[g, HI_Y]) & (hix >= geo[g, LO_X])
-                    & (hiy >= geo[g, LO_Y])):
+            if not ((lox <= box[g, 2]) & (loy <= box[g, 3]) & (hix >= box[g, 0])
+                    & (hiy >= box[g, 1])):
                 continue
+            if inv_len[g] > 0:
+                ax = geo[g, 0]
+                ay = geo[g, 1]
+                cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
+                if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
+                    continue
             d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, kinds, rows, geo,
                                  pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
                                  x0[q, 1])
@@ -346,7 +373,8 @@ def _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny, marg, exclude, p
             else:
                 a = np.searchsorted(sk, ku + ny - 1, side="left")
                 b = np.searchsorted(sk, ku + ny + 1, side="right")
-            for t in range(a, b):
+            # Unsigned: no wraparound tests on the loads (a, b are never negative).
+            for t in range(np.uint64(a), np.uint64(b)):
                 ddx = xs[t] - xs[u]
                 ddy = ys[t] - ys[u]
                 reach = rs[u] + rs[t] + marg
@@ -473,8 +501,8 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     # _PairList.build: nodes = np.unique(i, j), a and b number the pairs' ends in it.
     local = np.full(n, -1, np.int64)
     for k in range(P):
-        local[pi[k]] = 0
-        local[pj[k]] = 0
+        local[np.uint64(pi[k])] = 0
+        local[np.uint64(pj[k])] = 0
     M = 0
     for p in range(n):
         if local[p] == 0:
@@ -490,9 +518,11 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     pb = np.empty(P, np.int64)
     reach = np.empty(P, r.dtype)
     for k in range(P):
-        pa[k] = local[pi[k]]
-        pb[k] = local[pj[k]]
-        reach[k] = r[pi[k]] + r[pj[k]]
+        ii = np.uint64(pi[k])
+        jj = np.uint64(pj[k])
+        pa[k] = local[ii]
+        pb[k] = local[jj]
+        reach[k] = r[ii] + r[jj]
     return pi, pj, pa, pb, nodes, reach
 
 
@@ -511,6 +541,6 @@ def max_moved2(x, x_ref):  # pragma: no cover - compiled
 def any_moving(i, j, w):  # pragma: no cover - compiled
     """Whether a pair has a movable end (``Contacts.set_pairs``)."""
     for k in range(i.size):
-        if w[i[k]] > 0 or w[j[k]] > 0:
+        if w[np.uint64(i[k])] > 0 or w[np.uint64(j[k])] > 0:
             return True
     return False

@@ -47,6 +47,9 @@ later operation turns into a different value.
 Hot loops never reassign an array variable (outputs go to arrays sized up front, and a
 function that runs out of room returns -1 for its caller to retry with more): numba
 reference-counts such a variable on every pass, which made the loops four times slower.
+A particle index read from an index array (pairs, contacts, rows) is cast to ``uint64``
+before use: numba tests every signed index for a negative value (wraparound), which cost
+the velocity pass's pair sweep 30 % of its time; the indices are valid particle numbers.
 """
 
 from __future__ import annotations
@@ -826,16 +829,23 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     wg = np.empty(n * nwalls, np.int64)
     nw = 0
     two = _as(x1, 2.0)
+    wt = np.empty((nwalls, 3))              # the walls' rows, a table of their own
+    for k in range(nwalls):
+        for c in range(3):
+            wt[k, c] = geo[nshapes + k, c]
     for q in range(n if nwalls else 0):
         if not w[q] > 0:
             continue
         rq = r[q]
         near = rq + marg
+        px = x1[q, 0]
+        py = x1[q, 1]
+        lim = rq + disp[q] + marg if nshapes else near
         for k in range(nwalls):
             g = nshapes + k
-            dw = (geo[g, 0] * x1[q, 0] + geo[g, 1] * x1[q, 1]) - geo[g, 2]
+            dw = (wt[k, 0] * px + wt[k, 1] * py) - wt[k, 2]
             if nshapes:
-                hit = dw < rq + disp[q] + marg
+                hit = dw < lim
             elif dw < near:                 # disp >= 0: below the limit anyway
                 hit = True
             else:
@@ -1056,8 +1066,8 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
     count = np.zeros(M, np.int64)
     nl = 0
     for k in range(P):
-        ii = i[k]
-        jj = j[k]
+        ii = np.uint64(i[k])        # unsigned: no wraparound tests (module docstring)
+        jj = np.uint64(j[k])
         ddx = x[jj, 0] - x[ii, 0]
         ddy = x[jj, 1] - x[ii, 1]
         dist = math.sqrt(ddx * ddx + ddy * ddy)
@@ -1084,26 +1094,28 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
         s = one / wsum if stick else zero
         c[k, 0] = (pen / wsum) * nx - tx * s
         c[k, 1] = (pen / wsum) * ny - ty * s
-        count[a[k]] += 1
-        count[b[k]] += 1
+        count[np.uint64(a[k])] += 1
+        count[np.uint64(b[k])] += 1
     if not nl:
         return
     # Sums in pair order from zero, the a ends then the b ends, as np.bincount.
     ta = np.zeros((M, 2))
     tb = np.zeros((M, 2))
     for q in range(nl):
-        k = live[q]
-        share = _share(count[a[k]], count[b[k]])
+        k = np.uint64(live[q])
+        ka = np.uint64(a[k])
+        kb = np.uint64(b[k])
+        share = _share(count[ka], count[kb])
         c[k, 0] = c[k, 0] * share                  # rounded to the positions' type
         c[k, 1] = c[k, 1] * share
-        wi = w[i[k]]
-        wj = w[j[k]]
-        ta[a[k], 0] += -wi * c[k, 0]
-        ta[a[k], 1] += -wi * c[k, 1]
-        tb[b[k], 0] += wj * c[k, 0]
-        tb[b[k], 1] += wj * c[k, 1]
+        wi = w[np.uint64(i[k])]
+        wj = w[np.uint64(j[k])]
+        ta[ka, 0] += -wi * c[k, 0]
+        ta[ka, 1] += -wi * c[k, 1]
+        tb[kb, 0] += wj * c[k, 0]
+        tb[kb, 1] += wj * c[k, 1]
     for mm in range(M):
-        p = nodes[mm]
+        p = np.uint64(nodes[mm])
         sx = ta[mm, 0] + tb[mm, 0]
         sy = ta[mm, 1] + tb[mm, 1]
         x[p, 0] += sx
@@ -1123,7 +1135,7 @@ def project(x, w, x0, dx, r, skin, cp, cg, mu, ref, depth, touched, stuck, nrm, 
         _project_pairs(x, w, x0, dx, skin, pi, pj, pa, pb, nodes, reach, pmu, pdepth,
                        ptouched, pstuck)
     for c in range(cp.size):
-        q = cp[c]
+        q = np.uint64(cp[c])
         d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows, geo,
                               pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
                               x0[q, 1])
@@ -1175,7 +1187,7 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
     for c in range(cp.size):
         if not cact[c]:
             continue
-        q = cp[c]
+        q = np.uint64(cp[c])
         nx = cnx[c]
         ny = cny[c]
         vn = v[q, 0] * nx + v[q, 1] * ny
@@ -1218,8 +1230,8 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
     na = ai.size
     top = 0.0
     for s in range(na):
-        ii = ai[s]
-        jj = aj[s]
+        ii = np.uint64(ai[s])      # unsigned: no wraparound tests (module docstring)
+        jj = np.uint64(aj[s])
         nx = anx[s]
         ny = any_[s]
         vrx = v[jj, 0] - v[ii, 0]
@@ -1254,30 +1266,32 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
         if size[s] > floor:
             live[nl] = s
             nl += 1
-            count[aa[s]] += 1
-            count[ab[s]] += 1
+            count[np.uint64(aa[s])] += 1
+            count[np.uint64(ab[s])] += 1
     if not nl:
         return 0.0
     da[:] = 0.0
     db[:] = 0.0
     change = 0.0
     for q in range(nl):
-        s = live[q]
-        share = _share(count[aa[s]], count[ab[s]])
+        s = np.uint64(live[q])
+        sa = np.uint64(aa[s])
+        sb = np.uint64(ab[s])
+        share = _share(count[sa], count[sb])
         if not bounce:
             aused[s] += dt[s] * share
         # Relative velocity change dv = dvn n - dvt t; each end takes its w/wsum share.
         dvx = (dn[s] * anx[s] - sv[s] * vtx[s]) * share
         dvy = (dn[s] * any_[s] - sv[s] * vty[s]) * share
-        da[aa[s], 0] += afi[s] * dvx
-        da[aa[s], 1] += afi[s] * dvy
-        db[ab[s], 0] += afj[s] * dvx
-        db[ab[s], 1] += afj[s] * dvy
+        da[sa, 0] += afi[s] * dvx
+        da[sa, 1] += afi[s] * dvy
+        db[sb, 0] += afj[s] * dvx
+        db[sb, 1] += afj[s] * dvy
         if size[s] > change:
             change = size[s]
     for mm in range(nodes.size):
         if count[mm]:   # others gain exactly 0 (and are not in contact: not filled)
-            p = nodes[mm]
+            p = np.uint64(nodes[mm])
             v[p, 0] += da[mm, 0] + db[mm, 0]
             v[p, 1] += da[mm, 1] + db[mm, 1]
     return change
@@ -1342,15 +1356,15 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
     astuck = np.empty(P, np.bool_)
     na = 0
     for k in range(P):
-        ii = pi[k]
-        jj = pj[k]
+        ii = np.uint64(pi[k])
+        jj = np.uint64(pj[k])
         ddx = x[jj, 0] - x[ii, 0]
         ddy = x[jj, 1] - x[ii, 1]
         dist = math.sqrt(ddx * ddx + ddy * ddy)
         wsum = w[ii] + w[jj]
         if (ptouched[k] or dist < reach[k] + touch_f) and dist > 0 and wsum > 0:
-            ai[na] = ii
-            aj[na] = jj
+            ai[na] = pi[k]
+            aj[na] = pj[k]
             aa[na] = pa[k]
             ab[na] = pb[k]
             anx[na] = ddx / dist
@@ -1387,7 +1401,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
     bounced = np.empty(n, np.bool_)
     top = 0.0
     for t in range(nr):
-        q = rowlist[t]
+        q = np.uint64(rowlist[t])
         for k in range(2):
             if position_based:
                 v_pos[q, k] = (x[q, k] - x0[q, k]) / h_f
@@ -1404,8 +1418,8 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
     # Each pair's pre-contact normal velocity: _may_bounce's test and _stop's reference.
     aref = np.empty(na)
     for s in range(na):
-        ii = ai[s]
-        jj = aj[s]
+        ii = np.uint64(ai[s])
+        jj = np.uint64(aj[s])
         aref[s] = ((v_pre[jj, 0] - v_pre[ii, 0]) * anx[s]
                    + (v_pre[jj, 1] - v_pre[ii, 1]) * any_[s])
     # _may_bounce: a shape contact with restitution approaching faster than v_th, or
@@ -1446,7 +1460,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
                            cny, e, mu, used, pairs) <= tol:
             break
     for t in range(nr):
-        q = rowlist[t]
+        q = np.uint64(rowlist[t])
         if not w[q] > 0:
             continue
         if bounced[q]:
@@ -1482,7 +1496,8 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iteration
     half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
     ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
     ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
-    (``links``: one thread) and the contacts' ``project``; ``v += (x - x_prev) c1``
+    (``links``: ``kernels.sweep_serial``, one thread, the same bits as the parallel
+    sweep) and the contacts' ``project``; ``v += (x - x_prev) c1``
     (``add_scaled_difference``); ``finish`` (position based, ``sweeps``).
 
     Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
@@ -1548,12 +1563,13 @@ _threads = []
 
 
 def launch_threads() -> None:
-    """Dispatch the links' sweep (``kernels._project_batches``, ``parallel=True``)
-    once from Python before the first :func:`frame`. ``frame`` is a serial kernel
-    that calls it: loaded from numba's disk cache into a process where no parallel
-    kernel has run yet, the threading layer's entry points it calls are unresolved
-    and the call jumps to address 0 (a segfault on the second run, the first that
-    loads the cache). Dispatching a parallel kernel resolves them."""
+    """Dispatch the links' parallel sweep (``kernels._project_batches``) once from
+    Python. :func:`frame` used to call it from a serial kernel: loaded from numba's
+    disk cache into a process where no parallel kernel had run yet, the threading
+    layer's entry points it called were unresolved and the call jumped to address 0
+    (a segfault on the second run, the first that loads the cache). ``frame`` now
+    sweeps its links with ``kernels.sweep_serial`` and calls no parallel kernel; this
+    stays harmless for the callers that still make it."""
     if not _threads:
         z = np.zeros(0, np.int64)
         _project_batches(np.zeros((0, 2)), np.zeros(0), z, z, np.zeros(0), np.zeros(0),
