@@ -37,8 +37,9 @@ BACKEND = "auto"
 class Shots:
     """A world of shots and what to check: ``shapes`` as ``World.add_shape`` takes them;
     ``bounce`` particles whose first contact is a flat face with outward normal
-    ``normal``: after the step that ``hit_step`` names, ``v . n`` must be ``-e`` times
-    the normal speed at the start of that step."""
+    ``normal``, their centres at the touch ``touch``: after the step that ``hit_step``
+    names, ``v . n`` must be ``-e`` times the normal speed at the touch, carried on
+    by gravity (see :func:`run`)."""
 
     world: World
     steps: int
@@ -46,6 +47,7 @@ class Shots:
     bounce: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     hit_step: int = 0
+    touch: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
 
 def _world(integrator, shapes, e, mu, g=G, substeps=1):
@@ -151,7 +153,8 @@ def ends(integrator, rng, n=120, kind="box", g=G, speeds=(50.0, 600.0)) -> Shots
     v[:, 1] += g * tau
     w.add_particles(x, v=v, radius=r)
     nrm = np.tile(R @ np.array([0.0, 1.0]), (n, 1))
-    return Shots(w, 6, shapes, bounce=np.arange(n), normal=nrm, hit_step=0)
+    return Shots(w, 6, shapes, bounce=np.arange(n), normal=nrm, hit_step=0,
+                 touch=hit @ R.T)
 
 
 def drops(integrator, rng, n=120, g=G, thick=(1e-4, 6e-3), kind="box") -> Shots:
@@ -196,9 +199,16 @@ def _inside(world, x):
 def run(shots: Shots):
     """Step the world; returns ``(through, lost, v_before, v_after)``: per particle
     whether it went through a shape at some step; for the ``bounce`` particles whether
-    their normal velocity after the hit step is off ``-e vn`` by more than round-off
-    (or off 0 where the approach is slower than the resting threshold ``2 g h``), and
-    their velocities before and after that step."""
+    their normal velocity after the hit step is off the bounce at the time of impact by
+    more than round-off, and their velocities before and after that step.
+
+    The bounce: from the normal velocity ``vn0`` at the start of the step and the
+    normal distance ``dn`` to the touch, under gravity's normal part ``an`` the touch
+    comes at ``vn = -sqrt(vn0^2 + 2 an dn)``, ``tau = 2 dn / (vn0 + vn)`` into the
+    step; the particle leaves at ``-e vn`` and gravity carries that on to the time the
+    integrator's velocity holds (``velocity_time``: the step's end, or its middle for
+    the position-based ones): ``-e vn + an (velocity_time h - tau)``. An approach
+    slower than the resting threshold ``2 g h`` must end at 0."""
     w = shots.world
     w.start(FRAME)
     ref = _pymunk_shapes(shots.shapes)
@@ -212,6 +222,7 @@ def run(shots: Shots):
     x_old = p.x.copy()
     for k in range(shots.steps):
         v_before = p.v[shots.bounce].copy()
+        x_before = p.x[shots.bounce].copy()
         w.step(FRAME)
         x = p.x.copy()
         through |= _inside(w, x) > TOL
@@ -228,7 +239,13 @@ def run(shots: Shots):
             e = w.config.restitution
             vn0 = np.einsum("ij,ij->i", v_before, shots.normal)
             vn = np.einsum("ij,ij->i", p.v[shots.bounce], shots.normal)
-            want = np.where(vn0 < -v_th, -e * vn0, 0.0)
+            an = shots.normal @ np.asarray(w.config.gravity, float)
+            dn = np.einsum("ij,ij->i", shots.touch - x_before, shots.normal)
+            v_hit = -np.sqrt(vn0 * vn0 + 2.0 * an * dn)
+            tau = 2.0 * dn / (vn0 + v_hit)
+            h = FRAME / w.config.substeps
+            at = w.integrator.velocity_time
+            want = np.where(v_hit < -v_th, -e * v_hit + an * (at * h - tau), 0.0)
             lost = np.abs(vn - want) > 1e-9 * (1.0 + np.abs(vn0))
             v_after = p.v[shots.bounce].copy()
             v_in = v_before

@@ -15,6 +15,7 @@ import numpy as np
 import pymunk
 import pytest
 
+from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 
 ALL = S.ALL
@@ -312,29 +313,58 @@ def _pymunk_bounces(e, seconds=4.0):
     return np.array(ys)
 
 
+def _first_order_drift(e, k, h, V):
+    """The apex error of a first-order integrator after ``k`` bounces, to first order in
+    ``h``: each half flight (a fall from apex ``j``, a climb after bounce ``j``, both at
+    speed ``e^j V`` at the floor) is off ``e^j V h / 2`` in height, with the sign of
+    the method (explicit Euler gains, symplectic Euler loses), and every later bounce
+    scales that by ``e^2``."""
+    fall = sum(e ** (j + 2 * (k - j)) for j in range(k))
+    rise = sum(e ** (j + 2 * (k - j)) for j in range(1, k + 1))
+    return 0.5 * h * V * (fall + rise)
+
+
 @pytest.mark.parametrize("e", [0.3, 0.6, 0.9])
 def test_rebound_heights_fall_by_e_squared_per_bounce(e):
     """A ball dropped from 1 m on a floor, 10 substeps: the k-th apex is ``e^(2k) H``.
-    Each bounce is resolved at a substep boundary: the restitution acts on the normal
-    speed at the start of the substep of the touch (up to ``g h`` short of the impact
-    speed) and the ball leaves the floor at the end of that substep, not at the touch
-    (up to ``v h`` of climb lost); a first-order integrator's shadow energy is another
-    ``v h / 2`` each way. So apex ``k`` may be off by ``2 h sum_j e^j V`` (``V`` the
-    first impact speed), for every integrator and for pymunk; bounces slower than the
-    resting threshold ``2 g h`` are not counted."""
+
+    Each bounce is resolved at its time of impact (``Contacts.sweep``): along the
+    normal the impact speed is exact under gravity (``vn^2 = vn0^2 + 2 g dn``, whatever
+    the integrator's chord), and so is the climb for the rest of the substep, so a
+    bounce itself adds no error beyond round-off and the ``1e-9`` m skin. What is left:
+
+    - the apex is read at substep ends, up to ``g h^2 / 8`` below the true one (the
+      parabola's top between two samples); with that the second-order integrators and
+      RK4 (exact flights under constant gravity) must match ``e^(2k) H`` to
+      ``g h^2 / 8 + 1e-8`` m (measured: at most 0.11 g h^2, 3e-6 m);
+    - a first-order integrator's flight is off ``v h / 2`` in height each way
+      (:func:`_first_order_drift`, within 10 %: the next order; measured within 1 %);
+      explicit Euler's apexes come out high and symplectic Euler's low by as much.
+
+    Before (bounces at the substep boundary, restitution on the speed at the substep's
+    start, the ball leaving at its end) every integrator lost up to 0.025 m by the fifth
+    bounce at e = 0.9. pymunk still resolves a bounce at its step: it must stay within
+    that older bound, ``2 h V sum_j e^j`` (``V`` the first impact speed), and ours within
+    pymunk's bound plus ours of it. Bounces slower than the resting threshold ``2 g h``
+    are not counted."""
     h = S.FRAME / SUB
     V = math.sqrt(2 * G * H_DROP)
     k = np.arange(1, 6)
     k = k[e ** k * V > 4 * 2 * G * h]
     want = e ** (2 * k) * H_DROP
-    tol = 2 * h * V * np.cumsum(e ** k)
+    ref_tol = 2 * h * V * np.cumsum(e ** k)
     ref = _apexes(_pymunk_bounces(e), k.size)
-    assert np.all(np.abs(ref - want) <= tol), (ref, want)
+    assert np.all(np.abs(ref - want) <= ref_tol), (ref, want)
+    sampling = G * h * h / 8
     for integrator in ALL:
+        if INTEGRATORS[integrator].order >= 2:
+            tol = np.full(k.size, sampling + 1e-8)
+        else:
+            tol = 1.1 * np.array([_first_order_drift(e, kk, h, V) for kk in k]) + sampling
         got = _apexes(_ours_bounces(integrator, e), k.size)
         assert got.size == k.size, integrator
-        assert np.all(np.abs(got - want) <= tol), (integrator, got, want, tol)
-        assert np.all(np.abs(got - ref) <= 2 * tol), (integrator, got, ref)
+        assert np.all(np.abs(got - want) <= tol), (integrator, got - want, tol)
+        assert np.all(np.abs(got - ref) <= ref_tol + tol), (integrator, got, ref)
 
 
 # --------------------------------------------------------------------------- substeps

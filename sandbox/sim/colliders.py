@@ -204,8 +204,12 @@ class Colliders:
                 out[kind] = (pi[m], row[gi[m]])
         return out
 
-    def begin(self, p, x0: np.ndarray, config, exclude_pairs=None) -> Contacts | None:
+    def begin(self, p, x0: np.ndarray, config, exclude_pairs=None,
+              v0: np.ndarray | None = None, h: float = 0.0) -> Contacts | None:
         """Detect this substep's contacts after the integrator moved ``p.x`` from ``x0``.
+
+        With ``v0``, the velocities at the start of the substep of ``h``, a swept hit
+        bounces at its time of impact (:meth:`Contacts.sweep`, under ``p.a``).
 
         Broad phase against the shapes (the particle's box covers its path), continuous
         detection (paths that enter a shape stop at the time of impact), the bounds
@@ -213,7 +217,7 @@ class Colliders:
         Runs the compiled kernels when :meth:`compiled` says so.
         """
         if self.compiled(p, x0):
-            return self._begin_compiled(p, x0, config, exclude_pairs)
+            return self._begin_compiled(p, x0, config, exclude_pairs, v0, h)
         x1 = p.x
         w, r = p.inv_mass, p.radius
         skin, touch = _tolerances(x1)
@@ -230,7 +234,11 @@ class Colliders:
             for kind, (pr, sr) in self.candidates(plo, phi, brute).items():
                 contacts.add_group(self.sets[kind], movable[pr], sr, r, x0, e_def, mu_def,
                                    path, disp)
-            contacts.sweep(p, path)
+            if v0 is None:
+                contacts.sweep(p, path)
+            else:
+                contacts.sweep(p, path, v0, p.a, h,
+                               2.0 * math.hypot(*config.gravity) * h)
         if config.bounds is not None and movable.size:
             walls = Walls.from_bounds(config.bounds)
             d = x1[movable] @ walls.n.T - walls.offset            # (m, 4)
@@ -329,16 +337,24 @@ class Colliders:
         self._table = (bounds, t)
         return t
 
-    def _begin_compiled(self, p, x0, config, exclude) -> _FlatContacts | None:
+    def _begin_compiled(self, p, x0, config, exclude, v0=None,
+                        h=0.0) -> _FlatContacts | None:
         """:meth:`begin` in the compiled kernels (``collide.solver.begin``,
         ``collide.broad.pair_list``): the same contacts, held flat."""
         x1, w, r = p.x, p.inv_mass, p.radius
         t = self.tables(config.bounds)
         dx = np.zeros(x1.shape)
         e, mu = float(config.restitution), float(config.friction)
-        cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, skin, touch = solver.begin(
+        if v0 is None:
+            v0, acc, v_th = np.zeros((0, 2), x1.dtype), np.zeros((0, 2), x1.dtype), math.inf
+        else:
+            acc = np.ascontiguousarray(np.broadcast_to(p.a, x1.shape), dtype=x1.dtype)
+            v0 = np.ascontiguousarray(v0, dtype=x1.dtype)
+            v_th = 2.0 * math.hypot(*config.gravity) * h
+        (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
+         touch) = solver.begin(
             x0, x1, w, r, dx, *t.begin_args, e, mu, float(np.finfo(x1.dtype).eps), SKIN,
-            TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS)
+            TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS, v0, acc, float(h), v_th)
         pairs = None
         if config.collide_particles:
             L = self._neighbours(x1, r, exclude, compiled=True)
@@ -347,11 +363,11 @@ class Colliders:
         if not cp.size and pairs is None:
             return None
         return _FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
-                             touched, nrm, depth, spent, stuck, pairs, e, mu)
+                             touched, nrm, depth, spent, stuck, pairs, e, mu, vhit, tau)
 
 
     def frame(self, p, a, config, exclude, links, lam, zero_lam: bool, coefficients,
-              h: float) -> bool | None:
+              h: float, at: float = 0.5) -> bool | None:
         """A whole frame of a Verlet-family world with contacts in one compiled call
         (``collide.solver.frame``): ``len(coefficients[0])`` substeps of ``h``, the
         integrator's per-substep ``(r, ca, c1, c2)`` (``frame_coefficients``), the
@@ -399,7 +415,8 @@ class Colliders:
             state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), dtype), 0.0)
         solver.launch_threads()
         swapped, valid, *lst, x_ref, skin = solver.frame(
-            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s, h, g * h, *passes,
+            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s, float(at), h, g * h,
+            *passes,
             bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
             *shapes, valid, *state, new_skin)
         if valid:

@@ -60,6 +60,10 @@ class Integrator:
     fold_gain: ClassVar[float] = 1.0
     #: True: ``step(..., velocity="later" | "none")`` and ``finish_velocity`` exist.
     defers_velocity: ClassVar[bool] = False
+    #: When in a step (fraction of ``h``) the velocity a contact pass writes holds: 1,
+    #: the end, for the velocity integrators; the position-based ones take the chord
+    #: ``(x - x_prev)/h``, the velocity half a step back (exact under constant force).
+    velocity_time: ClassVar[float] = 1.0
 
     def __repr__(self) -> str:
         return f"<integrator {self.name}: order {self.order}, symplectic={self.symplectic}>"
@@ -190,6 +194,7 @@ class _PositionVerlet(Integrator):
 
     position_based = True
     symplectic = True
+    velocity_time = 0.5
 
     def start(self, s, h, accel):
         a = np.asarray(accel(s.x, s.v), dtype=s.x.dtype)

@@ -368,7 +368,8 @@ class World:
         if contacts:
             swapped = self.colliders.frame(p, a, cfg, self._exclude_pairs(),
                                            args and args[:-1], lam,
-                                           self.constraints.compliant, coef, hs)
+                                           self.constraints.compliant, coef, hs,
+                                           integ.velocity_time)
             if swapped is None:
                 return False
         else:
@@ -415,7 +416,7 @@ class World:
             x_pred = p.x.copy() if mode == "now" else None
             if self.ledger is not None:
                 x_before, v_before = p.x.copy(), None if defer else p.v.copy()
-            contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs())
+            contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs(), v_old, hs)
                         if has_contacts else None)
             lam = self._multipliers()
             for _ in range(max(cfg.iterations, 1)):

@@ -16,7 +16,8 @@ al., "Small Steps in Physics Simulation", 2019)::
                            friction in position space (at most mu times the normal
                            correction: static below it, kinetic above)
     Contacts.finish()      after the integrator's fold: the velocity pass (restitution
-                           along each hit's own normal, the rest of the Coulomb friction)
+                           along each hit's own normal, at the time of impact for swept
+                           hits, the rest of the Coulomb friction)
 
 :class:`Contacts` is the numpy reference, vectorised over the contacts. The compiled
 twins (:func:`begin`, :func:`project`, :func:`finish`, with ``broad.pair_list``) hold one
@@ -146,11 +147,15 @@ class _Group:
     spent: np.ndarray | None = None  # friction spent on the positions this substep, m
     nrm: np.ndarray | None = None   # the normal of the last sweep hit or projection
     n0: np.ndarray | None = None    # the normal at the start, for starts on or inside
+    vhit: np.ndarray | None = None  # normal velocity at a sweep's bouncing impact, m/s
+    tau: np.ndarray | None = None   # when in the substep (0..1) the sweep hit it
 
     def __post_init__(self):
         self.used = np.zeros(self.pi.size)
         self.spent = np.zeros(self.pi.size)
         self.nrm = np.zeros((self.pi.size, 2))
+        self.vhit = np.zeros(self.pi.size)
+        self.tau = np.zeros(self.pi.size)
 
 
 @dataclass
@@ -228,7 +233,8 @@ class Contacts:
 
     # --- continuous detection ------------------------------------------------------------
 
-    def sweep(self, p, path: np.ndarray) -> None:
+    def sweep(self, p, path: np.ndarray, v0: np.ndarray | None = None,
+              a: np.ndarray | None = None, h: float = 0.0, v_th: float = INF) -> None:
         """Continuous detection: move every particle along its path as far as the
         shapes let it, a bounded time-of-impact loop as Box2D's (at most ``MAX_HITS``
         hits a substep).
@@ -247,6 +253,18 @@ class Contacts:
         it rests on: its path can never go through that face, however thin the shape.
         If the loop runs out of hits the particle stays at the last point reached.
 
+        A hit bounces at its time of impact. The loop follows each particle's time
+        ``tau`` (fraction of the substep ``h``) and its velocity, from ``v0`` (the
+        velocity at the start of the substep) under the acceleration ``a``: a hit at
+        fraction ``t`` of the rest of the path is at ``tau + t (1 - tau)``, where the
+        velocity is ``vel + a h (tau' - tau)``. If its normal part ``vn`` approaches
+        faster than ``v_th`` and the contact has restitution ``e > 0``, the particle
+        leaves the face at ``-e vn``: the rest of its path gains the climb
+        ``-e vn T + (a.n) T^2/2`` along the normal (``T = (1 - tau) h``, the time
+        left; none if it would not leave the face), unless that enters an earlier
+        plane. The contact keeps ``vn`` (``vhit``) and ``tau`` for the velocity pass.
+        Without ``v0`` nothing bounces here (the velocity pass's older rule then).
+
         Each hit contact counts as touched, with its normal (the velocity pass uses the
         hit face's normal), its cut approach as depth and the friction it spent.
         """
@@ -264,6 +282,11 @@ class Contacts:
         live = np.ones(m, bool)
         moved = np.zeros(m, bool)
         unused = [g.gap <= self.touch for g in gs]          # starts on or inside
+        bouncing = v0 is not None
+        if bouncing:
+            tau = np.zeros(m)
+            vel = v0[q].astype(np.float64)
+            acc = np.broadcast_to(a, x0.shape)[q].astype(np.float64)
         for it in range(MAX_HITS + 1):
             t_all, n_all = [], []
             for g, lg, st in zip(gs, loc, unused, strict=True):
@@ -313,12 +336,14 @@ class Contacts:
             t = best[hits]
             n = np.zeros((hits.size, 2))
             mu = np.zeros(hits.size)
+            e = np.zeros(hits.size)
             swept = np.zeros(hits.size, bool)
             for gi, g in enumerate(gs):
                 s = gsel == gi
                 if s.any():
                     n[s] = n_all[gi][ksel[s]]
                     mu[s] = g.mu[ksel[s]]
+                    e[s] = g.e[ksel[s]]
                     swept[s] = g.gap[ksel[s]] > self.touch
             rest = end[hits] - pos[hits]
             rem = (1.0 - t)[:, None] * rest
@@ -336,6 +361,41 @@ class Contacts:
             rem2 = np.where(ok[:, None], ra, 0.0) * f[:, None]
             spent = np.where(stick, la, np.where(la > 0, budget, 0.0))
             new = np.where(swept[:, None], c + self.skin * n, c)
+            vn = np.zeros(hits.size)
+            tau_h = np.zeros(hits.size)
+            if bouncing:
+                # The time and the velocity of the impact; a bounce climbs off the face.
+                # Along the normal the path is exact under a constant acceleration
+                # whatever the chord: vn^2 = vn0^2 + 2 an dn over the normal distance
+                # dn to the face, in the time 2 dn / (vn0 + vn). Else the chord's time.
+                t0 = tau[hits]
+                vel_h, acc_h = vel[hits], acc[hits]
+                vn0 = _dot(vel_h, n)
+                an = _dot(acc_h, n)
+                dn = _dot(c - pos[hits], n)
+                s2 = vn0 * vn0 + 2.0 * an * dn
+                vnh = -np.sqrt(np.maximum(s2, 0.0))
+                den = vn0 + vnh
+                exact = (s2 > 0) & (den < 0) & (dn <= 0)
+                left = h * (1.0 - t0)
+                dt = np.where(exact, 2.0 * dn / np.where(exact, den, 1.0),
+                              h * (t * (1.0 - t0)))
+                dt = np.minimum(dt, left)
+                tau_h = t0 + dt / h
+                vh = vel_h + acc_h * dt[:, None]
+                vhn = _dot(vh, n)
+                vn = np.where(exact, vnh, vhn)
+                up = (e > 0) & (vn < -v_th)
+                T = left - dt
+                climb = np.maximum(-e * vn * T + 0.5 * an * T * T, 0.0)
+                clear = ((_dot(P, n[:, None, :]) >= -DIR_TOL)
+                         | (np.arange(MAX_HITS) >= cnt[:, None])).all(axis=1)
+                climb = np.where(up & clear, climb, 0.0)
+                rem2 = rem2 + climb[:, None] * n
+                vnew = np.where(up, -e * vn, np.maximum(vn, 0.0))
+                vel[hits] = vh + (vnew - vhn)[:, None] * n
+                tau[hits] = tau_h
+                vn = np.where(up, vn, 0.0)
             pos[hits] = new
             end[hits] = new + rem2
             planes[hits, cnt] = n
@@ -351,6 +411,8 @@ class Contacts:
                 g.depth[k] += -cut[s]
                 g.spent[k] += spent[s]
                 g.stuck[k] = stick[s]
+                g.vhit[k] = vn[s]
+                g.tau[k] = tau_h[s]
                 unused[gi][k] = False
         rows = q[moved]
         new = pos[moved]
@@ -460,9 +522,13 @@ class Contacts:
 
         Rules for one contact (``n`` its normal, ``e`` and ``mu`` its material):
 
-        - restitution: a shape contact approaching faster than ``2 |g| h`` at the start of
-          the substep leaves at ``-e vn_start`` (Müller et al. 2020, eq. 34; slower ones
-          stop, so resting contacts do not jitter); a particle pair leaves at ``e`` times
+        - restitution: a shape contact the sweep bounced at its time of impact ``tau``
+          (``vhit``, see :meth:`sweep`) leaves at ``-e vhit``, carried on by the
+          acceleration ``p.a`` to the time the integrator's velocity holds
+          (``velocity_time``: ``-e vhit + (a.n) h (velocity_time - tau)``); another
+          one approaching faster than ``2 |g| h`` at the start of the substep leaves at
+          ``-e vn_start`` (Müller et al. 2020, eq. 34). Slower ones stop, so resting
+          contacts do not jitter. A particle pair leaves at ``e`` times
           the approach speed the sweep finds, so an impulse passes along a row of touching
           balls (Newton's cradle), whose approach speed before the substep was 0.
           Contacts only push: a separating one is left alone.
@@ -523,10 +589,16 @@ class Contacts:
         bounced = np.zeros(x.shape[0], bool)
         v_imp = v_pre.copy()
         tol = 1e-9 * (1.0 + float(np.abs(v_pre[rows]).max(initial=0.0)))
+        # A bounce the sweep made at its time of impact: the normal velocity it left
+        # with, -e vn, carried under the acceleration to the time of the velocity.
+        at = integrator.velocity_time
+        lifts = [np.where(g.vhit < 0, -g.e * g.vhit
+                          + _dot(np.broadcast_to(p.a, x.shape)[g.pi], n)
+                          * (h * (at - g.tau)), np.nan) for g, _, n in act_groups]
         if self._may_bounce(act_groups, pair_act, v_start, v_pre, v_th):
             for _ in range(max(sweeps, 4)):
                 if self._velocity_sweep(v_imp, w, act_groups, pair_act, v_th, v_start,
-                                        None, bounced) <= tol:
+                                        None, bounced, lifts) <= tol:
                     break
         for g in self.groups:
             # The friction the positions already took is in v_pos (its share of it for
@@ -549,7 +621,7 @@ class Contacts:
         faster than ``v_th`` (a pair's can only grow out of another's)."""
         for g, act, n in act_groups:
             vn0 = _dot(v_start[g.pi], n)
-            if np.any(act & (g.e > 0) & (vn0 < -v_th)):
+            if np.any(act & (((g.e > 0) & (vn0 < -v_th)) | (g.vhit < 0))):
                 return True
         if pair_act is not None and self.pairs.e > 0:
             act, n = pair_act
@@ -559,14 +631,16 @@ class Contacts:
         return False
 
     def _velocity_sweep(self, v, w, act_groups, pair_act, v_th, v_start, v_ref,
-                        bounced) -> float:
+                        bounced, lifts=None) -> float:
         """One pass over the contacts, in place on ``v``; returns the largest change.
 
         With ``v_start`` contacts bounce (and mark ``bounced``) and the friction budget
-        is this pass's normal change; without, they follow :func:`_stop` against
-        ``v_ref``, the pre-contact velocity."""
+        is this pass's normal change: to ``lifts`` (per group, the normal velocity of a
+        bounce the sweep made, NaN for none), else ``-e`` times the normal velocity at
+        the start if it approached faster than ``v_th``. Without, they follow
+        :func:`_stop` against ``v_ref``, the pre-contact velocity."""
         change = 0.0
-        for g, act, n in act_groups:
+        for gi, (g, act, n) in enumerate(act_groups):
             for b in g.batches:
                 b = b[act[b]]
                 if not b.size:
@@ -575,6 +649,8 @@ class Contacts:
                 if v_start is not None:
                     vn0 = _dot(v_start[pi], nb)
                     target = np.where(vn0 < -v_th, -g.e[b] * vn0, 0.0)
+                    lift = lifts[gi][b]
+                    target = np.where(np.isnan(lift), target, lift)
                     bounced[pi[target > 0]] = True
                     ref = None
                 else:
@@ -691,11 +767,13 @@ class _FlatContacts:
 
     def __init__(self, x0, r, skin, touch, dx, shape_args, cp, cg, e, mu, ref, touched,
                  nrm, depth, spent, stuck, pairs: _PairList | None, pe: float,
-                 pmu: float) -> None:
+                 pmu: float, vhit=None, tau=None) -> None:
         self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
         self.shape_args = shape_args
         self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
         self.nrm, self.depth, self.spent, self.stuck = nrm, depth, spent, stuck
+        self.vhit = np.zeros(cp.size) if vhit is None else vhit
+        self.tau = np.zeros(cp.size) if tau is None else tau
         self.pairs = pairs
         if pairs is None:
             z = np.zeros(0, np.int64)
@@ -728,7 +806,8 @@ class _FlatContacts:
                      based, gain, h, v_th, self.touch, int(sweeps), self.cp, self.cg, self.e,
                      self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
                      *self.shape_args, *self.pair_args, self.pe, self.pmu, self.ptouched,
-                     self.pstuck):
+                     self.pstuck, np.broadcast_to(p.a, p.x.shape),
+                     float(integrator.velocity_time), self.vhit, self.tau):
             p.a_valid = False
 
 
@@ -743,17 +822,21 @@ def _share(count_a, count_b):  # pragma: no cover - compiled
 @jit
 def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
           bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
-          skin_min, touch_min, margin, brute_pairs, max_cells):  # pragma: no cover
+          skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
+          v_th):  # pragma: no cover
     """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
     from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
     ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
     start-gap filter, ``Contacts.sweep`` (moves ``x1``, adds to ``dx``) and the walls
     (table rows ``nshapes ..``).
 
-    Returns ``cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch``:
-    the contacts' particles and table rows in the reference's group order (shape
-    type by shape type, each in ``(particle, shape)`` order, then the walls), their
-    materials, segment sides, and what the sweep did to them (``_toi``).
+    ``v0`` (no rows: none), ``acc``, ``h``, ``v_th``: bounces at the time of impact
+    (``Colliders.begin``'s ``v0``).
+
+    Returns ``cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
+    touch``: the contacts' particles and table rows in the reference's group order
+    (shape type by shape type, each in ``(particle, shape)`` order, then the walls),
+    their materials, segment sides, and what the sweep did to them (``_toi``).
     """
     n = x1.shape[0]
     # _tolerances(x1)
@@ -820,10 +903,12 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     depth_s = np.zeros(m)
     spent_s = np.zeros(m)
     nrm_s = np.zeros((m, 2))
+    vhit_s = np.zeros(m)
+    tau_s = np.zeros(m)
     if m:
         _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref_s, m, mu_def, kinds,
              rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched_s, nrm_s,
-             depth_s, spent_s, stuck_s)
+             depth_s, spent_s, stuck_s, v0, acc, h, v_th, e_def, vhit_s, tau_s)
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep.
     wq = np.empty(n * nwalls, np.int64)
     wg = np.empty(n * nwalls, np.int64)
@@ -881,9 +966,13 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
         spent[:m] = spent_s
         nrm = np.zeros((C, 2))
         nrm[:m] = nrm_s
+        vhit = np.zeros(C)
+        vhit[:m] = vhit_s
+        tau = np.zeros(C)
+        tau[:m] = tau_s
     else:
         c_p, c_g, ref, touched, stuck = out_p, out_g, ref_s, touched_s, stuck_s
-        depth, spent, nrm = depth_s, spent_s, nrm_s
+        depth, spent, nrm, vhit, tau = depth_s, spent_s, nrm_s, vhit_s, tau_s
     # Materials (NaN: the world's).
     e = np.empty(C)
     mu = np.empty(C)
@@ -891,16 +980,17 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
         g = c_g[c]
         e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
         mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
-    return c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, skin, touch
+    return c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin, touch
 
 
 @jit
 def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
          pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
-         stuck):  # pragma: no cover - compiled
+         stuck, v0, acc0, h, v_th, e_def, vhit, tauo):  # pragma: no cover - compiled
     """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
     the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
-    contacts' ``touched``, ``nrm``, ``depth``, ``spent`` and ``stuck``.
+    contacts' ``touched``, ``nrm``, ``depth``, ``spent``, ``stuck``, ``vhit`` and
+    ``tauo`` (bounces at the time of impact when ``v0`` has rows, under ``acc0``).
 
     Every pass looks at every contact of a particle still moving, in order, and
     keeps each particle's earliest hit (the first on a tie), as the reference's
@@ -928,6 +1018,19 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
         posy[a] = np.float64(x0[q, 1])
         endx[a] = np.float64(x1[q, 0])
         endy[a] = np.float64(x1[q, 1])
+    bouncing = v0.shape[0] > 0
+    tau = np.zeros(L)
+    velx = np.zeros(L)
+    vely = np.zeros(L)
+    accx = np.zeros(L)
+    accy = np.zeros(L)
+    if bouncing:
+        for a_ in range(L):
+            q = owner[a_]
+            velx[a_] = np.float64(v0[q, 0])
+            vely[a_] = np.float64(v0[q, 1])
+            accx[a_] = np.float64(acc0[q, 0])
+            accy[a_] = np.float64(acc0[q, 1])
     planes = np.zeros((L, MAX_HITS, 2))
     count = np.zeros(L, np.int64)
     live = np.ones(L, np.bool_)
@@ -1028,6 +1131,44 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
             else:
                 nxp = cx
                 nyp = cy
+            vn = 0.0
+            tau_h = 0.0
+            if bouncing:
+                # The time and the velocity of the impact; a bounce climbs off the face.
+                ek = e_def if math.isnan(geo[g, E]) else geo[g, E]
+                t0 = tau[a]
+                vn0 = velx[a] * nx + vely[a] * ny
+                an = accx[a] * nx + accy[a] * ny
+                dn = (cx - posx[a]) * nx + (cy - posy[a]) * ny
+                s2 = vn0 * vn0 + 2.0 * an * dn
+                vnh = -math.sqrt(_max(s2, 0.0))
+                den = vn0 + vnh
+                exact = s2 > 0 and den < 0 and dn <= 0
+                left = h * (1.0 - t0)
+                dt_ = 2.0 * dn / den if exact else h * (t * (1.0 - t0))
+                dt_ = _min(dt_, left)
+                tau_h = t0 + dt_ / h
+                vhx = velx[a] + accx[a] * dt_
+                vhy = vely[a] + accy[a] * dt_
+                vhn = vhx * nx + vhy * ny
+                vn = vnh if exact else vhn
+                up = ek > 0 and vn < -v_th
+                T = left - dt_
+                climb = _max(-ek * vn * T + 0.5 * an * T * T, 0.0)
+                clear = True
+                for j in range(count[a]):
+                    if not planes[a, j, 0] * nx + planes[a, j, 1] * ny >= -DIR_TOL:
+                        clear = False
+                if not (up and clear):
+                    climb = 0.0
+                r2x = r2x + climb * nx
+                r2y = r2y + climb * ny
+                vnew = -ek * vn if up else _max(vn, 0.0)
+                velx[a] = vhx + (vnew - vhn) * nx
+                vely[a] = vhy + (vnew - vhn) * ny
+                tau[a] = tau_h
+                if not up:
+                    vn = 0.0
             posx[a] = nxp
             posy[a] = nyp
             endx[a] = nxp + r2x
@@ -1042,6 +1183,8 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
             depth[k] += -cut
             spent[k] += sp
             stuck[k] = stick
+            vhit[k] = vn
+            tauo[k] = tau_h
             unused[k] = False
     for a in range(L):
         if moved[a]:
@@ -1180,7 +1323,7 @@ def _stop_k(vn, vn_ref, mu):  # pragma: no cover - compiled
 
 @jit
 def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                 used):  # pragma: no cover - compiled
+                 used, lift):  # pragma: no cover - compiled
     """The shape contacts' part of ``Contacts._velocity_sweep`` (``_shape_velocity``
     per contact, one after another); returns the largest change."""
     change = 0.0
@@ -1194,6 +1337,8 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
         if bounce:
             vn0 = v_start[q, 0] * nx + v_start[q, 1] * ny
             target = -e[c] * vn0 if vn0 < -v_th else 0.0
+            if not math.isnan(lift[c]):     # bounced by the sweep (Contacts.finish)
+                target = lift[c]
             if target > 0:
                 bounced[q] = True
             dvn = _max(target - vn, 0.0)
@@ -1299,11 +1444,11 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
 
 @jit
 def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                    used, pairs):  # pragma: no cover - compiled
+                    used, lift, pairs):  # pragma: no cover - compiled
     """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
     active ones, packed in ``pairs``); returns the largest change."""
     change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
-                          e, mu, used)
+                          e, mu, used, lift)
     (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, scratch,
      live, count, da, db) = pairs
     if ai.size:
@@ -1318,10 +1463,12 @@ def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny
 def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
            sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
            pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
-           pmu, ptouched, pstuck):  # pragma: no cover - compiled
+           pmu, ptouched, pstuck, a, at, vhit, tau):  # pragma: no cover - compiled
     """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` for
     position-based integrators; ``gain`` is ``fold_gain / h`` for the others) on the
-    contact rows. Returns False when no contact was active (nothing written)."""
+    contact rows; ``a`` the acceleration, ``at`` the integrator's ``velocity_time``,
+    ``vhit``, ``tau`` the sweep's bounces. Returns False when no contact was active
+    (nothing written)."""
     n = x.shape[0]
     touch_f = _as(x, touch)
     C = cp.size
@@ -1427,9 +1574,17 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
     bounce = False
     for c in range(C):
         q = cp[c]
-        if cact[c] and e[c] > 0 and v_start[q, 0] * cnx[c] + v_start[q, 1] * cny[c] < -v_th:
+        if cact[c] and ((e[c] > 0 and v_start[q, 0] * cnx[c] + v_start[q, 1] * cny[c]
+                         < -v_th) or vhit[c] < 0):
             bounce = True
             break
+    # The sweep's bounces: the normal velocity they left with, carried to time ``at``.
+    lift = np.full(C, np.nan)
+    for c in range(C):
+        if vhit[c] < 0:
+            q = cp[c]
+            lift[c] = -e[c] * vhit[c] + (a[q, 0] * cnx[c] + a[q, 1] * cny[c]) * (
+                h * (at - tau[c]))
     if not bounce and pe > 0:
         for s in range(na):
             if aref[s] < -v_th:
@@ -1448,7 +1603,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
              da, db)
     for _ in range(max(sweeps, 4) if bounce else 0):
         if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                           cny, e, mu, used, pairs) <= tol:
+                           cny, e, mu, used, lift, pairs) <= tol:
             break
     # The friction the positions already took is in v_pos (its share of it for a
     # velocity integrator's fold): the inelastic sweeps only add the rest.
@@ -1457,7 +1612,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
         used[c] = spent[c] * g_used
     for _ in range(max(sweeps, 2)):
         if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                           cny, e, mu, used, pairs) <= tol:
+                           cny, e, mu, used, lift, pairs) <= tol:
             break
     for t in range(nr):
         q = np.uint64(rowlist[t])
@@ -1479,7 +1634,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
 # ---------------------------------------------------------------- a whole frame
 
 @jit
-def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iterations,
+def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, iterations,
           sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
           zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
           bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min,
@@ -1518,11 +1673,11 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iteration
         _verlet_step(X, PX, a, rc[s], ca[s], zero, c2s[s], v)
         X, PX = PX, X
         dx[:] = 0.0
-        (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, skin,
+        (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
          touch) = begin(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
                         pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
                         dims, e_def, mu_def, eps, skin_min, touch_min, margin,
-                        brute_pairs, max_cells)
+                        brute_pairs, max_cells, v_old, a, h, v_th)
         use = False
         if collide:
             if not (valid and max_moved2(X, x_ref) < (0.5 * pskin) ** 2):
@@ -1555,7 +1710,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, h, v_th, iteration
             finish(X, PX, v, PX, w, r, dx, v_old, True, 0.0, h, v_th, touch, sweeps, cp,
                    cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
                    pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa, qb, qn, qr,
-                   e_def, mu_def, ptouched, pstuck)
+                   e_def, mu_def, ptouched, pstuck, a, at, vhit, tau)
     return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
 
 
