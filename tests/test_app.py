@@ -768,3 +768,30 @@ def test_every_shipped_level_draws_without_a_drawing_error(name, tmp_path):
         app.frame(H)
     assert app._draw_error is None
     assert len(app._view.strain()) == len(app.world.constraints)
+
+
+@pytest.mark.parametrize("width", [40, 120, 300, 900])
+def test_wrap_text_fits_the_width_and_keeps_every_word(width):
+    from sandbox.app.hud import Fonts, wrap_text
+    pygame.font.init()
+    font = Fonts().text
+    text = ("cloth 200x200 structural + shear, 20x1: 40,000 particles and 158,802 "
+            "structural and shear links, pinned at five points along the top; "
+            "a_single_word_longer_than_any_narrow_line_can_hold")
+    lines = wrap_text(font, text, width)
+    assert all(font.size(ln)[0] <= width for ln in lines), lines
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    if width >= 900:
+        assert len(lines) == 2                    # breaks only where it must
+
+
+def test_a_long_caption_stays_left_of_the_control_panel(tmp_path):
+    """Opened at 1280x800 the level's description and hint wrap inside the scene's area
+    instead of running under the panel column (seen on bench:cloth200_shear)."""
+    a = ev.window_app("bench:cloth200_shear", tmp_path, (1280, 800))
+    a.frame(1 / 60)
+    assert a.messages and a.show_panel
+    right = a.safe_area()[2]
+    surf = pygame.Surface((1280, 800))
+    rect = a.overlay.messages(surf, [(m[0], m[2]) for m in a.messages], width=right - 16)
+    assert rect is not None and rect.right <= right, (rect, right)

@@ -79,6 +79,31 @@ def text_block(surface: pygame.Surface, font: pygame.font.Font, lines, topleft,
     return rect
 
 
+def wrap_text(font: pygame.font.Font, text: str, width: int) -> list[str]:
+    """``text`` as lines no wider than ``width`` px in ``font``, broken between words
+    (a single word wider than that is cut between characters); at least one line."""
+    width = max(int(width), 1)
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):
+            trial = f"{line} {word}" if line else word
+            if font.size(trial)[0] <= width:
+                line = trial
+                continue
+            if line:
+                lines.append(line)
+            while font.size(word)[0] > width and len(word) > 1:
+                k = len(word)
+                while k > 1 and font.size(word[:k])[0] > width:
+                    k -= 1
+                lines.append(word[:k])
+                word = word[k:]
+            line = word
+        lines.append(line)
+    return lines
+
+
 def _text_colour(line) -> tuple[str, tuple]:
     return (line, TEXT) if isinstance(line, str) else line
 
@@ -237,12 +262,16 @@ class Overlay:
         surface.blit(d, (rect.centerx - d.get_width() // 2, rect.y + 13 + t.get_height()))
 
     def messages(self, surface: pygame.Surface, messages: list[tuple[str, bool]],
-                 bottom: int | None = None) -> None:
-        """Transient messages, newest lowest, above ``bottom`` at the left; errors red."""
+                 bottom: int | None = None, width: int | None = None) -> pygame.Rect | None:
+        """Transient messages, newest lowest, above ``bottom`` at the left; errors red.
+        Each is wrapped at word boundaries to fit a panel ``width`` px wide (default: the
+        surface), so a level's long description never runs under the control panel."""
         if not messages:
-            return
+            return None
         f = self.fonts.text
-        lines = [(m, WARN if err else TEXT) for m, err in messages]
+        width = surface.get_width() - 16 if width is None else width
+        lines = [(part, WARN if err else TEXT) for m, err in messages
+                 for part in wrap_text(f, m, width - 16)]
         h = f.get_linesize() * len(lines) + 16
         bottom = surface.get_height() - 8 if bottom is None else bottom
-        text_block(surface, f, lines, (8, bottom - h))
+        return text_block(surface, f, lines, (8, bottom - h))

@@ -716,7 +716,8 @@ class App:
                                     tag.get_height() + 8))
             surf.blit(tag, (16, hud.bottom + 8))
         self.overlay.messages(surf, [(m[0], m[2]) for m in self.messages],
-                              bottom=surf.get_height() - legend_h - 14)
+                              bottom=surf.get_height() - legend_h - 14,
+                              width=self.safe_area()[2] - 16)
         panel_rect, portrait = self._column_rects()
         if portrait is not None:
             self.portrait.draw(surf, portrait, f.small, self.history, self.ghost_history,
