@@ -367,10 +367,11 @@ class Colliders:
 
 
     def frame(self, p, a, config, exclude, links, lam, zero_lam: bool, coefficients,
-              h: float, at: float = 0.5) -> bool | None:
+              h: float, fold) -> bool | None:
         """A whole frame of a Verlet-family world with contacts in one compiled call
         (``collide.solver.frame``): ``len(coefficients[0])`` substeps of ``h``, the
-        integrator's per-substep ``(r, ca, c1, c2)`` (``frame_coefficients``), the
+        integrator's per-substep ``(r, ca, c1, c2)`` (``compiled_frame``) and its
+        ``contact_fold`` (a position-based one: the frame's velocity pass), the
         links' ``kernel_args`` without their thread setting (``links``, or None) and
         their multipliers ``lam``. Returns whether the new positions ended up in
         ``p.x_prev``'s array (the caller swaps the two), or None when the state is not
@@ -415,7 +416,8 @@ class Colliders:
             state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), dtype), 0.0)
         solver.launch_threads()
         swapped, valid, *lst, x_ref, skin = solver.frame(
-            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s, float(at), h, g * h,
+            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s,
+            float(fold.velocity_time), h, g * h,
             *passes,
             bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
             *shapes, valid, *state, new_skin)

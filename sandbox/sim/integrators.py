@@ -28,6 +28,13 @@ advances many randomly stepped runs at once this way).
     Position corrections ``dx`` made after ``step`` (constraints, contacts) are
     folded into the velocity so every integrator, not only the Verlet family, works
     with sticks. ``h_old`` is ``s.h_prev`` as it was before the step.
+``contact_fold(h)``
+    How the contacts' velocity pass reads and writes this integrator's velocity after
+    a step of ``h`` (a :class:`ContactFold`): the contacts never ask which kind of
+    integrator they serve.
+``compiled_frame(h, h_old, n, dtype)``
+    The coefficients of ``n`` substeps of ``h`` for a world's compiled frame, or None
+    when the integrator has none (only the position-based family has one).
 """
 
 from __future__ import annotations
@@ -42,6 +49,48 @@ from . import kernels
 from .particles import State
 
 AccelFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ContactFold:
+    """A velocity integrator's side of the contacts' velocity pass after a step of
+    ``h``: its velocity ``v`` is the one to correct, holding at the step's end
+    (``velocity_time`` 1), and a position correction ``dx`` counts ``gain * dx``
+    in it (``fold``'s ``fold_gain / h``)."""
+
+    h: float
+    gain: float
+    velocity_time: float = 1.0
+    #: The compiled velocity pass's switch: ``views`` as :class:`PositionFold`'s.
+    from_positions: ClassVar[bool] = False
+
+    def views(self, p, x0: np.ndarray, dx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(v_pos, v_pre)``: the velocity the positions say (with the corrections
+        ``dx``) and the one without them."""
+        v_pos = p.v.copy()
+        return v_pos, v_pos - self.gain * dx
+
+    def write(self, p, rows: np.ndarray, v: np.ndarray) -> None:
+        """The velocity pass's result ``v`` on ``rows``."""
+        p.v[rows] = v
+
+
+@dataclass(frozen=True)
+class PositionFold(ContactFold):
+    """The position-based family's side: the velocity is the chord ``(x - x0)/h`` (it
+    holds half a step back, ``velocity_time`` 1/2), and writing it sets ``x_prev = x -
+    h v`` so the next step continues with it."""
+
+    from_positions: ClassVar[bool] = True
+
+    def views(self, p, x0, dx):
+        h = self.h
+        v_pos = (p.x - x0) / h
+        return v_pos, v_pos - dx / h
+
+    def write(self, p, rows, v):
+        p.x_prev[rows] = p.x[rows] - self.h * v
+        p.v[rows] = v
 
 
 class Integrator:
@@ -85,6 +134,15 @@ class Integrator:
     def velocity(self, s: State) -> np.ndarray:
         """The velocity at ``s.t``: kept, or estimated from positions (see subclasses)."""
         return s.v
+
+    def contact_fold(self, h: float) -> ContactFold:
+        """How the contacts' velocity pass reads and writes the velocity after a step
+        of ``h`` (the module docstring)."""
+        return ContactFold(h, self.fold_gain / h, self.velocity_time)
+
+    def compiled_frame(self, h, h_old, n, dtype):
+        """The compiled frame's coefficients for ``n`` substeps of ``h``; None: none."""
+        return None
 
 
 class ExplicitEuler(Integrator):
@@ -265,6 +323,15 @@ class _PositionVerlet(Integrator):
         """``(c1, c2)`` of the three-point velocity ``v = fwd * c1 - back * c2``: the
         step, ``finish_velocity`` and a world's compiled frame all take them from here."""
         return 1.0 / h + 1.0 / (h + h_old), h / (h_old * (h + h_old))
+
+    def contact_fold(self, h):
+        return PositionFold(h, 1.0 / h, self.velocity_time)
+
+    def compiled_frame(self, h, h_old, n, dtype):
+        """:meth:`frame_coefficients` unless this integrator runs on numpy only."""
+        if self.backend == "numpy":
+            return None
+        return self.frame_coefficients(h, h_old, n, dtype)
 
     def frame_coefficients(self, h, h_old, n, dtype):
         """``(r, ca, c1, c2)``, arrays of ``n`` in ``dtype``: the coefficients of the

@@ -349,9 +349,14 @@ class World:
         """
         p, cfg, integ = self.particles, self.config, self.integrator
         contacts = self._has_contacts
-        if not (self.compile_frames and kernels.AVAILABLE and integ.defers_velocity
-                and integ.backend != "numpy" and (len(self.constraints) or contacts)
+        if not (self.compile_frames and kernels.AVAILABLE
+                and (len(self.constraints) or contacts)
                 and self._gravity_only and self.mouse is None and self.ledger is None):
+            return False
+        # The integrator's own frame: its coefficients, or None when it has no compiled
+        # frame (all but the position-based family, or one held to numpy).
+        coef = integ.compiled_frame(hs, p.h_prev, n, p.x.dtype)
+        if coef is None:
             return False
         x = p.x
         args = (self.constraints.kernel_args(x, p.inv_mass, frame=not contacts)
@@ -363,13 +368,12 @@ class World:
                 and can_overwrite(p.x_prev, x) and can_overwrite(p.v, x, p.x_prev)):
             return False
         f = x.dtype.type
-        coef = integ.frame_coefficients(hs, p.h_prev, n, x.dtype)
         lam = self._multipliers()
         if contacts:
             swapped = self.colliders.frame(p, a, cfg, self._exclude_pairs(),
                                            args and args[:-1], lam,
                                            self.constraints.compliant, coef, hs,
-                                           integ.velocity_time)
+                                           integ.contact_fold(hs))
             if swapped is None:
                 return False
         else:

@@ -572,14 +572,9 @@ class Contacts:
                 pair_act = (np.flatnonzero(act), dd / _safe(dist)[:, None])
         if not act_groups and pair_act is None:
             return
-        if integrator.position_based:
-            gain = 1.0 / h
-            v_pos = (x - self.x0) / h
-            v_pre = v_pos - self.dx / h
-        else:
-            gain = integrator.fold_gain / h
-            v_pos = p.v.copy()
-            v_pre = v_pos - (integrator.fold_gain / h) * self.dx
+        fold = integrator.contact_fold(h)      # the integrator's own view of v
+        gain = fold.gain
+        v_pos, v_pre = fold.views(p, self.x0, self.dx)
         v_th = 2.0 * math.hypot(*gravity) * h
         rows = [g.pi[a] for g, a, _ in act_groups]
         if pair_act is not None:
@@ -591,7 +586,7 @@ class Contacts:
         tol = 1e-9 * (1.0 + float(np.abs(v_pre[rows]).max(initial=0.0)))
         # A bounce the sweep made at its time of impact: the normal velocity it left
         # with, -e vn, carried under the acceleration to the time of the velocity.
-        at = integrator.velocity_time
+        at = fold.velocity_time
         lifts = [np.where(g.vhit < 0, -g.e * g.vhit
                           + _dot(np.broadcast_to(p.a, x.shape)[g.pi], n)
                           * (h * (at - g.tau)), np.nan) for g, _, n in act_groups]
@@ -610,10 +605,7 @@ class Contacts:
             if self._velocity_sweep(v_pos, w, act_groups, pair_act, v_th, None, v_pre,
                                     None) <= tol:
                 break
-        v = np.where(bounced[rows, None], v_imp[rows], v_pos[rows])
-        if integrator.position_based:
-            p.x_prev[rows] = x[rows] - h * v
-        p.v[rows] = v
+        fold.write(p, rows, np.where(bounced[rows, None], v_imp[rows], v_pos[rows]))
         p.a_valid = False
 
     def _may_bounce(self, act_groups, pair_act, v_start, v_pre, v_th) -> bool:
@@ -799,15 +791,15 @@ class _FlatContacts:
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
                sweeps: int = 2) -> None:
         """:meth:`Contacts.finish` (:func:`finish`)."""
-        based = bool(integrator.position_based)
-        gain = 0.0 if based else integrator.fold_gain / h
+        fold = integrator.contact_fold(h)
         v_th = 2.0 * math.hypot(*gravity) * h
         if finish(p.x, self.x0, p.v, p.x_prev, p.inv_mass, self.r, self.dx, v_start,
-                     based, gain, h, v_th, self.touch, int(sweeps), self.cp, self.cg, self.e,
+                     fold.from_positions, fold.gain, h, v_th, self.touch, int(sweeps),
+                     self.cp, self.cg, self.e,
                      self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
                      *self.shape_args, *self.pair_args, self.pe, self.pmu, self.ptouched,
                      self.pstuck, np.broadcast_to(p.a, p.x.shape),
-                     float(integrator.velocity_time), self.vhit, self.tau):
+                     float(fold.velocity_time), self.vhit, self.tau):
             p.a_valid = False
 
 
@@ -1464,11 +1456,11 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
            sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
            pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
            pmu, ptouched, pstuck, a, at, vhit, tau):  # pragma: no cover - compiled
-    """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` for
-    position-based integrators; ``gain`` is ``fold_gain / h`` for the others) on the
-    contact rows; ``a`` the acceleration, ``at`` the integrator's ``velocity_time``,
-    ``vhit``, ``tau`` the sweep's bounces. Returns False when no contact was active
-    (nothing written)."""
+    """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` when
+    ``position_based``: the integrator's ``ContactFold.from_positions``; ``gain`` its
+    ``ContactFold.gain``) on the contact rows; ``a`` the acceleration, ``at`` its
+    ``velocity_time``, ``vhit``, ``tau`` the sweep's bounces. Returns False when no
+    contact was active (nothing written)."""
     n = x.shape[0]
     touch_f = _as(x, touch)
     C = cp.size
@@ -1607,7 +1599,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
             break
     # The friction the positions already took is in v_pos (its share of it for a
     # velocity integrator's fold): the inelastic sweeps only add the rest.
-    g_used = 1.0 / h if position_based else gain
+    g_used = gain
     for c in range(C):
         used[c] = spent[c] * g_used
     for _ in range(max(sweeps, 2)):
@@ -1707,7 +1699,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
                         pstuck)
         _add_scaled_difference(v, X, PX, c1s[s])
         if have:
-            finish(X, PX, v, PX, w, r, dx, v_old, True, 0.0, h, v_th, touch, sweeps, cp,
+            finish(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch, sweeps, cp,
                    cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
                    pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa, qb, qn, qr,
                    e_def, mu_def, ptouched, pstuck, a, at, vhit, tau)
