@@ -1011,11 +1011,12 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
         endx[a] = np.float64(x1[q, 0])
         endy[a] = np.float64(x1[q, 1])
     bouncing = v0.shape[0] > 0
-    tau = np.zeros(L)
-    velx = np.zeros(L)
-    vely = np.zeros(L)
-    accx = np.zeros(L)
-    accy = np.zeros(L)
+    state = np.zeros((5, L if bouncing else 0))     # one allocation, none without v0
+    tau = state[0]
+    velx = state[1]
+    vely = state[2]
+    accx = state[3]
+    accy = state[4]
     if bouncing:
         for a_ in range(L):
             q = owner[a_]
@@ -1329,7 +1330,7 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
         if bounce:
             vn0 = v_start[q, 0] * nx + v_start[q, 1] * ny
             target = -e[c] * vn0 if vn0 < -v_th else 0.0
-            if not math.isnan(lift[c]):     # bounced by the sweep (Contacts.finish)
+            if lift.size and not math.isnan(lift[c]):   # bounced by the sweep
                 target = lift[c]
             if target > 0:
                 bounced[q] = True
@@ -1571,8 +1572,11 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
             bounce = True
             break
     # The sweep's bounces: the normal velocity they left with, carried to time ``at``.
-    lift = np.full(C, np.nan)
+    swept_bounce = False
     for c in range(C):
+        swept_bounce |= vhit[c] < 0
+    lift = np.full(C if swept_bounce else 0, np.nan)     # none: no array to fill
+    for c in range(C if swept_bounce else 0):
         if vhit[c] < 0:
             q = cp[c]
             lift[c] = -e[c] * vhit[c] + (a[q, 0] * cnx[c] + a[q, 1] * cny[c]) * (
