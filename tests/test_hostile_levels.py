@@ -131,7 +131,13 @@ PATHOLOGICAL = {     # 1 MiB or at the token limit, each the worst of its kind
 
 
 @pytest.mark.parametrize("kind", PATHOLOGICAL)
-def test_parsing_any_text_under_1_mib_takes_under_a_second(kind):
+def test_parsing_any_text_under_1_mib_takes_seconds_not_minutes(kind):
+    """The worst texts of each kind parse (or are refused) in linear time. Before the
+    pre-scan the slowest took 567 s of CPU (quadratic in tomllib); each takes 0.01-0.3 s
+    now on an idle 2-core VM and once took 1.04 s with every core busy (CI with two test
+    workers beside other jobs). The ceiling of 10 s keeps the two regimes far apart
+    under any load: a wall-clock speed target belongs to the benchmark, this only
+    catches the quadratic case coming back."""
     text = PATHOLOGICAL[kind]
     assert len(text.encode()) <= MiB
     t0 = time.process_time()
@@ -140,7 +146,7 @@ def test_parsing_any_text_under_1_mib_takes_under_a_second(kind):
     except LevelError as e:
         assert len(e.errors) <= L.MAX_ERRORS + 1
         assert all(len(line) <= 300 for line in e.errors)
-    assert time.process_time() - t0 < 1.0
+    assert time.process_time() - t0 < 10.0
 
 
 def test_printable_quotes_and_never_obeys():
