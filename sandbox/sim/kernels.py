@@ -111,33 +111,10 @@ if INSTALLED:
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
     def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
-        """Rigid links ``(i0 + 2t, i0 + 2t + 1)``: each owns four consecutive numbers."""
-        q = x.reshape(-1)[2 * i0:2 * i0 + 4 * n]
-        ww = w[i0:i0 + 2 * n]
-        rs = rest[k0:k0 + n]
-        taut = not rope
-        eps, one, zero = rest.dtype.type(1e-12), rest.dtype.type(1.0), rest.dtype.type(0.0)
-        for t in range(n):
-            xa = q[4 * t]
-            ya = q[4 * t + 1]
-            xb = q[4 * t + 2]
-            yb = q[4 * t + 3]
-            wa = ww[2 * t]
-            wb = ww[2 * t + 1]
-            dx = xb - xa
-            dy = yb - ya
-            L = math.sqrt(dx * dx + dy * dy)
-            C = L - rs[t]
-            denom = wa + wb
-            ok = (denom > 0) & (L > eps) & (taut | (C >= 0))
-            s = -C / (denom * L if ok else one)
-            s = s if ok else zero
-            cx = s * dx
-            cy = s * dy
-            q[4 * t] = xa - wa * cx
-            q[4 * t + 1] = ya - wa * cy
-            q[4 * t + 2] = xb + wb * cx
-            q[4 * t + 3] = yb + wb * cy
+        """Rigid links ``(i0 + 2t, i0 + 2t + 1)``: each owns four consecutive numbers
+        (the loop is ``_pairs_serial``'s, called on the run's views)."""
+        _pairs_serial(x.reshape(-1)[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
+                      rest[k0:k0 + n], not rope)
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
     def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
