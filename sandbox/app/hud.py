@@ -189,6 +189,7 @@ class Overlay:
     def __init__(self, fonts: Fonts) -> None:
         self.fonts = fonts
         self._help: pygame.Surface | None = None
+        self._wrapped: dict[tuple[str, int], list[str]] = {}   # (message, width) -> lines
 
     def help_surface(self) -> pygame.Surface:
         """Every keymap line and the mouse gestures, in two columns (built once)."""
@@ -261,6 +262,17 @@ class Overlay:
         surface.blit(t, (rect.centerx - t.get_width() // 2, rect.y + 9))
         surface.blit(d, (rect.centerx - d.get_width() // 2, rect.y + 13 + t.get_height()))
 
+    def _wrap(self, text: str, width: int) -> list[str]:
+        """:func:`wrap_text` in the text font, kept: a message is drawn every frame for
+        seconds, and wrapping measures it word by word (~0.15 ms for a caption)."""
+        key = (text, width)
+        lines = self._wrapped.get(key)
+        if lines is None:
+            if len(self._wrapped) > 64:
+                self._wrapped.clear()
+            lines = self._wrapped[key] = wrap_text(self.fonts.text, text, width)
+        return lines
+
     def messages(self, surface: pygame.Surface, messages: list[tuple[str, bool]],
                  bottom: int | None = None, width: int | None = None) -> pygame.Rect | None:
         """Transient messages, newest lowest, above ``bottom`` at the left; errors red.
@@ -271,7 +283,7 @@ class Overlay:
         f = self.fonts.text
         width = surface.get_width() - 16 if width is None else width
         lines = [(part, WARN if err else TEXT) for m, err in messages
-                 for part in wrap_text(f, m, width - 16)]
+                 for part in self._wrap(m, width - 16)]
         h = f.get_linesize() * len(lines) + 16
         bottom = surface.get_height() - 8 if bottom is None else bottom
         return text_block(surface, f, lines, (8, bottom - h))
