@@ -9,19 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from archives import load_finite
 
 ROOT = Path(__file__).resolve().parent.parent
 STRICT = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
-
-
-def _finite(path: Path) -> dict:
-    with np.load(path) as z:
-        data = {k: z[k] for k in z.files}
-    for k, a in data.items():
-        if a.dtype.kind == "f":
-            assert np.isfinite(a).all(), k
-    return data
 
 
 def test_ctrl_c_saves_the_finished_steps_and_exits_130(tmp_path):
@@ -39,7 +30,7 @@ def test_ctrl_c_saves_the_finished_steps_and_exits_130(tmp_path):
     lines = (stdout + stderr).decode("utf-8").splitlines()
     assert p.returncode == 130 and len(lines) == 1, lines
     assert lines[0].startswith("error: interrupted at t = ") and f"wrote {out}" in lines[0]
-    data = _finite(out)
+    data = load_finite(out)
     assert data["h"].size > 0 and data["step"][-1] == data["h"].size
     assert [q.name for q in tmp_path.iterdir()] == ["run.npz"]     # no temporary left
 
@@ -82,7 +73,7 @@ def test_no_writable_numba_cache_falls_back_with_one_warning(tmp_path):
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0 and r.stdout.startswith(f"wrote {out}: 3 steps"), r.stderr
     assert r.stderr.count("\n") == 1 and "using the numpy kernels" in r.stderr
-    _finite(out)
+    load_finite(out)
 
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from archives import load_finite
 
 ROOT = Path(__file__).resolve().parent.parent
 STRICT = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
@@ -41,15 +42,6 @@ def _run(*args, timeout=120, **kw):
 def _state(folder: Path) -> dict:
     return {p.name: (p.stat().st_mode, p.stat().st_mtime_ns, p.read_bytes())
             for p in folder.iterdir() if p.is_file()}
-
-
-def _finite(path: Path) -> dict:
-    with np.load(path) as z:
-        data = {k: z[k] for k in z.files}
-    for k, a in data.items():
-        if a.dtype.kind == "f":
-            assert np.isfinite(a).all(), k
-    return data
 
 
 def test_refusals_change_nothing(tmp_path):
@@ -89,7 +81,7 @@ def test_force_replaces_an_output_and_keeps_its_mode(tmp_path):
     os.chmod(out, 0o600)
     code, line = _run("simulate", "orbit", "--steps", "5", "--out", out, "--force")
     assert code == 0 and line.startswith(f"wrote {out}: 5 steps"), line
-    assert _finite(out)["x"].shape == (6, 3, 2)
+    assert load_finite(out)["x"].shape == (6, 3, 2)
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
 
@@ -107,7 +99,7 @@ def test_a_diverged_run_saves_the_last_finite_state_and_exits_3(tmp_path):
     code, line = _run("simulate", level, "--steps", "1000", "--every", "7", "--out", out)
     assert code == 3 and line.startswith("error: simulation diverged at t = "), line
     assert f"wrote {out}" in line
-    data = _finite(out)
+    data = load_finite(out)
     steps = data["h"].size
     assert 0 < steps < 1000 and data["step"][-1] == steps       # ends at its last state
     assert data["x"].shape[0] == data["t"].size == data["step"].size
@@ -121,7 +113,7 @@ def test_replay_mode_plays_a_trace(tmp_path):
     code, line = _run("simulate", "orbit", "--steps", "5", "--timestep", "replay",
                       "--trace", trace, "--out", out)
     assert code == 0 and "3 steps" in line, line
-    assert np.allclose(_finite(out)["h"], [1 / 60, 1 / 60, 1 / 30])
+    assert np.allclose(load_finite(out)["h"], [1 / 60, 1 / 60, 1 / 30])
 
 
 def test_names_that_are_not_utf8_are_printed_with_replacement_characters(tmp_path):
