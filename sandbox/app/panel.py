@@ -65,6 +65,7 @@ class ControlPanel:
     def __init__(self, app, rect: pygame.Rect) -> None:
         self.app = app
         self.rect = pygame.Rect(rect)
+        self._label_of: tuple | None = None        # (scene source, its picker label)
         # The font first (the theme names it), then the theme.
         self.manager = _Manager(app.size, lambda: app.pointer,
                                 enable_live_theme_updates=False)
@@ -196,8 +197,13 @@ class ControlPanel:
         return GHOST_OFF if g is None else integrator_option(g.integrator.name)
 
     def _level_name(self) -> str:
-        from ..levels import level_label
-        return level_label(self.app.session.scene.source)
+        """The open level's name in the picker (:func:`levels.level_label`), worked out
+        once per level: ``sync`` asks every frame, the label resolves the file's path."""
+        source = self.app.session.scene.source
+        if self._label_of is None or self._label_of[0] != source:
+            from ..levels import level_label
+            self._label_of = (source, level_label(source))
+        return self._label_of[1]
 
     def place(self, rect: pygame.Rect) -> None:
         """Move the panel (a resize, or the graph's height changed)."""
