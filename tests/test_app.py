@@ -795,3 +795,22 @@ def test_a_long_caption_stays_left_of_the_control_panel(tmp_path):
     surf = pygame.Surface((1280, 800))
     rect = a.overlay.messages(surf, [(m[0], m[2]) for m in a.messages], width=right - 16)
     assert rect is not None and rect.right <= right, (rect, right)
+
+
+@pytest.mark.parametrize("level, split", [("pendulums", False), ("bench:soft_blob", False),
+                                          ("rope", True), ("bench:cloth200", False)])
+def test_the_energy_ledger_runs_only_where_the_hud_can_show_it(tmp_path, level, split):
+    """The ledger costs the compiled frame (two energy evaluations a substep): on where
+    the HUD splits the energy, off where springs or soft links store it (the soft blob,
+    the spring-rod pendulums) and above the particle limit, each saying so."""
+    a = ev.window_app(level, tmp_path, (1280, 800))
+    a.frame(1 / 60)
+    line = a._energy_line()
+    text = line[0] if isinstance(line, tuple) else line
+    assert (a.world.ledger is not None) == split, (level, text)
+    if split:
+        assert "integrator" in text and "solver" in text
+    elif a.world.n > a.LEDGER_LIMIT:
+        assert "above" in text
+    else:
+        assert "springs / soft links store it" in text
