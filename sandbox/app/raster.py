@@ -75,7 +75,14 @@ if AVAILABLE:
         ne = edges.size
         nlev = max(neutral, ne - neutral) + 1
         counts = np.zeros(nlev + 1, np.int64)
-        level = np.empty(m, np.int64)
+        level = np.empty(m, np.int32)
+        # Most links are in the neutral bin: one two-sided test decides it (NaN fails
+        # it), and its count and its place in the order are kept in registers rather
+        # than in counts[] (a store and a load per link).
+        fast = neutral >= 1 and neutral < ne
+        lo = edges[neutral - 1] if fast else 0.0
+        hi = edges[neutral] if fast else 0.0
+        n0 = 0
         for k in range(m):
             if have_strain:
                 s = strain[k]
@@ -90,33 +97,61 @@ if AVAILABLE:
                 if kind[k] == ROPE and s < 0.0:
                     s = 0.0
                 strain_out[k] = s
-            bn = 0
-            for e in range(ne):                         # edges <= s, without a branch
-                bn += edges[e] <= s
-            if s != s:
-                bn = ne
+            if fast and s >= lo and s < hi:
+                bn = neutral
+            else:
+                bn = 0
+                for e in range(ne):                     # edges <= s, without a branch
+                    bn += edges[e] <= s
+                if s != s:
+                    bn = ne
             colour[k] = table[1 if kind[k] == ROPE else 0, bn]
             lv = bn - neutral if bn >= neutral else neutral - bn
             level[k] = lv
-            counts[lv + 1] += 1
+            if lv == 0:
+                n0 += 1
+            else:
+                counts[lv + 1] += 1
+        counts[1] = n0
         for lv in range(nlev):
             counts[lv + 1] += counts[lv]
+        p0 = 0
         for k in range(m):
             lv = level[k]
-            order[counts[lv]] = k
-            counts[lv] += 1
+            if lv == 0:
+                order[p0] = k
+                p0 += 1
+            else:
+                order[counts[lv]] = k
+                counts[lv] += 1
 
     @njit(cache=True)
-    def _links_kernel(pix, x, i, j, order, colour, hx, hy, cx, cy, kx, ky,
-                      width):  # pragma: no cover - compiled
-        """Draw links ``order[o]`` (``x[i[k]] -> x[j[k]]``, world) in ``colour[k]``.
+    def _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy):  # pragma: no cover - compiled
+        """``sx, sy (n,)``: the points ``x (n, 2)`` mapped to the screen by the view, with
+        the float64 operations of the module docstring in their order."""
+        for p in range(x.shape[0]):
+            sx[p] = hx + (x[p, 0] - cx) * kx
+            sy[p] = hy + (x[p, 1] - cy) * ky
 
-        The module docstring's pixel rule, written out in the loop (a helper call per
-        link costs more than the link). Pixel indices go through uint32 so that numba
-        emits no negative-index wraparound; the ends being clipped to the box, every
-        sample is inside it (the test stays, for safety). Returns the samples taken.
+    @njit(cache=True)
+    def _draw_kernel(pix, sx, sy, i, j, order, colour, width):  # pragma: no cover
+        """Draw links ``order[o]`` (``(sx, sy)[i[k]] -> (sx, sy)[j[k]]``, screen px) in
+        ``colour[k]``: the module docstring's pixel rule, written out in the loop (a
+        helper call per link costs more than the link). Returns the samples taken.
+
+        A 1 px segment with both ends inside the box (almost all of a cloth in view) has
+        all its samples inside it (they lie between its ends, within rounding) and is
+        written without per-sample tests; its sample count ``kk`` from 2 to 8 has a
+        branch of its own with the loop unrolled and ``1 / (kk - 1)`` a constant (the
+        same float64 as the division: the same pixels). A loop whose trip count and step
+        are known only at run time cost twice as much per link. Clipped segments and
+        2 px lines keep the per-sample test (ends clipped from huge coordinates may be
+        off by more than rounding). Pixel indices go through uint32 so that numba emits
+        no negative-index wraparound.
         """
         h, w = pix.shape
+        flat = pix.reshape(-1)
+        uw = np.uint32(w)
         wm1 = w - 1.0
         hm1 = h - 1.0
         wide = width > 1
@@ -126,12 +161,13 @@ if AVAILABLE:
             k = order[o]
             a = i[k]
             b = j[k]
-            px = hx + (x[a, 0] - cx) * kx
-            py = hy + (x[a, 1] - cy) * ky
-            qx = hx + (x[b, 0] - cx) * kx
-            qy = hy + (x[b, 1] - cy) * ky
-            if not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
-                    and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+            px = sx[a]
+            py = sy[a]
+            qx = sx[b]
+            qy = sy[b]
+            inside = (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+                      and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1)
+            if not inside:
                 # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
                 if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
                         and math.isfinite(qy)):
@@ -185,23 +221,94 @@ if AVAILABLE:
             kk = int(math.ceil(adx if adx >= ady else ady)) + 1
             if kk < 2:
                 kk = 2
-            inv = 1.0 / (kk - 1)
-            sx = dx * inv
-            sy = dy * inv
             ox = px + 0.5
             oy = py + 0.5
             col = colour[k]
             written += kk * noff
+            if inside and not wide:
+                if kk == 2:
+                    stx = dx * 1.0
+                    sty = dy * 1.0
+                    for s in range(2):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 3:
+                    stx = dx * 0.5
+                    sty = dy * 0.5
+                    for s in range(3):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 4:
+                    stx = dx * 0.3333333333333333
+                    sty = dy * 0.3333333333333333
+                    for s in range(4):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 5:
+                    stx = dx * 0.25
+                    sty = dy * 0.25
+                    for s in range(5):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 6:
+                    stx = dx * 0.2
+                    sty = dy * 0.2
+                    for s in range(6):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 7:
+                    stx = dx * 0.16666666666666666
+                    sty = dy * 0.16666666666666666
+                    for s in range(7):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                elif kk == 8:
+                    stx = dx * 0.14285714285714285
+                    sty = dy * 0.14285714285714285
+                    for s in range(8):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                else:
+                    inv = 1.0 / (kk - 1)
+                    stx = dx * inv
+                    sty = dy * inv
+                    for s in range(kk):
+                        fs = float(s)
+                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                             + np.uint32(np.int32(fs * stx + ox))] = col
+                continue
+            inv = 1.0 / (kk - 1)
+            stx = dx * inv
+            sty = dy * inv
             for s in range(kk):
                 fs = float(s)
-                xs = np.uint32(np.int32(fs * sx + ox))
-                ys = np.uint32(np.int32(fs * sy + oy))
+                xs = np.uint32(np.int32(fs * stx + ox))
+                ys = np.uint32(np.int32(fs * sty + oy))
                 if xs < w and ys < h:
                     pix[ys, xs] = col
                     if wide:
                         pix[ys, xs + 1 if xs + 1 < w else xs] = col
                         pix[ys + 1 if ys + 1 < h else ys, xs] = col
         return written
+
+    @njit(cache=True)
+    def _links_kernel(pix, x, i, j, order, colour, hx, hy, cx, cy, kx, ky,
+                      width):  # pragma: no cover - compiled
+        """Draw links ``order[o]`` (``x[i[k]] -> x[j[k]]``, world) in ``colour[k]``: every
+        point mapped to the screen once (not once per link end: a cloth's particle ends
+        ~8 links), then :func:`_draw_kernel`. Returns the samples taken."""
+        n = x.shape[0]
+        sx = np.empty(n)
+        sy = np.empty(n)
+        _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy)
+        return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
 
     @njit(cache=True)
     def _stamp_kernel(pix, pts, offsets, colours):  # pragma: no cover - compiled
@@ -222,6 +329,7 @@ if AVAILABLE:
                     pix[ys, xs] = col
 else:  # pragma: no cover
     _strain_colours_kernel = _links_kernel = _stamp_kernel = None
+    _screen_kernel = _draw_kernel = None
 
 
 def warm_up() -> None:
