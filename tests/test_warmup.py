@@ -160,3 +160,44 @@ def test_load_meter_reads_other_processes_time(tmp_path):
     m._others = None
     got = m.others()
     assert got is not None and got == pytest.approx(2.0, abs=0.3)
+
+
+
+# ------------------------------------------------------------------- stale kernels
+
+@needs_numba
+def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, monkeypatch):
+    """numba's cache checks a kernel's own file only: a whole frame cached before an
+    update of the broad phase's file would run the old broad phase. The stamp of the
+    kernel sources drops every cached kernel of the package when they change."""
+    names = {s.name for s in backend._kernel_sources()}
+    assert {"kernels.py", "solver.py", "broad.py", "raster.py", "lagrange.py"} <= names
+    # Copies of two kernel modules stand for the package; one cache folder for both.
+    src = tmp_path / "src"
+    src.mkdir()
+    solver, broad = src / "solver.py", src / "broad.py"
+    solver.write_text("@jit\ndef frame(): pass\n")
+    broad.write_text("@jit\ndef pair_list(): pass\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setattr(backend, "_kernel_sources", lambda: [broad, solver])
+    monkeypatch.setattr(backend, "_cache_dir_of", lambda path: cache)
+
+    def fill():
+        files = [cache / "solver.frame-2.py311.nbi", cache / "solver.frame-2.py311.1.nbc"]
+        for f in files:
+            f.write_bytes(b"compiled")
+        return files
+
+    keep = cache / "other.frame-2.py311.nbi"       # not one of these modules: kept
+    keep.write_bytes(b"theirs")
+    files = fill()
+    assert backend.drop_stale_kernels() == 2      # no stamp yet: the cache predates it
+    assert not any(f.exists() for f in files) and keep.exists()
+    files = fill()                                # compiled again from these sources
+    assert backend.drop_stale_kernels() == 0
+    assert all(f.exists() for f in files)
+    broad.write_text("@jit\ndef pair_list(): return 1\n")   # an update of broad.py only
+    assert backend.drop_stale_kernels() == 2
+    assert not any(f.exists() for f in files) and keep.exists()
+    assert backend.drop_stale_kernels() == 0
