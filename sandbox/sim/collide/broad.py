@@ -253,7 +253,9 @@ def particle_pairs(x: np.ndarray, r: np.ndarray, margin: float,
     every particle looks up the 3 x 3 cells around its own (``searchsorted`` on the sorted
     keys), so a pair is found from both ends and kept once (``i < j``). ``exclude`` holds
     sorted keys ``min * n + max`` of pairs never to collide (particles joined by a
-    constraint, which holds them at its own distance).
+    constraint, which holds them at its own distance). The pairs come in the order of
+    their ends' places in the sorted order (earlier end, then later end), the order
+    the compiled ``pair_list`` finds them in: the pair projection's sums run in it.
     """
     n = x.shape[0]
     idx = np.flatnonzero(r > 0)
@@ -284,7 +286,14 @@ def particle_pairs(x: np.ndarray, r: np.ndarray, margin: float,
     d = xr[j] - xr[i]
     reach = rr[i] + rr[j] + margin
     near = _dot(d, d) < reach * reach
-    i, j = idx[i[near]], idx[j[near]]
+    i, j = i[near], j[near]
+    # The order: by the earlier end's place in the sorted order, then the later's (the
+    # compiled list finds them so, from a half shell, with no sort).
+    place = np.empty(order.size, np.int64)
+    place[order] = np.arange(order.size)
+    first, second = np.minimum(place[i], place[j]), np.maximum(place[i], place[j])
+    o = np.lexsort((second, first))
+    i, j = idx[i[o]], idx[j[o]]
     if exclude is not None and exclude.size and i.size:
         lo, hi = np.minimum(i, j), np.maximum(i, j)
         pos = np.searchsorted(exclude, lo * n + hi)
@@ -330,22 +339,19 @@ def _stable_order(key, start, table):  # pragma: no cover - compiled
 
 
 @jit
-def _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny, marg, exclude, pi,
+def _scan_pairs(x, r, idx, order, start, sk, table, ny, marg, exclude, pi,
                 pj):  # pragma: no cover - compiled
     """The pairs of ``particle_pairs`` into ``pi, pj`` in its order; returns their
     number, or -1 when they do not fit.
 
-    The reference visits the 3 x 3 cell offsets one after another, for each the
-    particles ``own`` (ranks into ``idx``) in order and their partners in sorted-key
-    order (``order``, keys ``sk``), keeping ``own < other`` within reach and not
-    excluded: every pair is looked at from both ends and kept from its lower rank.
-    Here every pair is looked at once, from a half shell (a particle's own cell
-    after it in sorted order and the cell above it, then the three cells of the
-    column to the right: consecutive keys, one run each), over copies of positions
-    and radii in sorted order; the test is symmetric (``(a - b)^2 == (b - a)^2``,
-    ``r_a + r_b == r_b + r_a`` exactly). The pairs found are then put in the
-    reference's order, which is by offset, then ``own``, then ``other`` (partners in
-    one cell sort by rank): a radix sort, by ``other``, then by offset and ``own``.
+    Every pair is looked at once, from a half shell: from each particle in sorted
+    order (``order``, keys ``sk``), its own cell after it and the cell above it, then
+    the three cells of the column to the right (consecutive keys, one run each), over
+    copies of positions and radii in sorted order; the test is symmetric (``(a - b)^2
+    == (b - a)^2``, ``r_a + r_b == r_b + r_a`` exactly). Every partner found sits
+    later in sorted order than the particle it is found from, and they are found in
+    sorted order: the pairs come out by (earlier sorted place, later sorted place),
+    the order ``particle_pairs`` gives them, with no sort afterwards.
     """
     n = x.shape[0]
     m = idx.size
@@ -358,9 +364,6 @@ def _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny, marg, exclude, p
         ys[t] = x[j, 1]
         rs[t] = r[j]
     P = 0
-    po = np.empty(pi.size, np.int64)         # the cell offset, 3 (dx + 1) + (dy + 1)
-    pa = np.empty(pi.size, np.int64)         # own: the lower rank
-    pb = np.empty(pi.size, np.int64)         # other
     for u in range(m):                       # in sorted order
         ku = sk[u]
         for col in range(2):
@@ -393,35 +396,7 @@ def _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny, marg, exclude, p
                     return -1
                 pi[P] = i
                 pj[P] = j
-                po[P] = 3 * (c0[other] - c0[own] + 1) + (c1[other] - c1[own] + 1)
-                pa[P] = own
-                pb[P] = other
                 P += 1
-    # Radix sort: by other, then (stable) by offset and own.
-    count = np.zeros(m + 1, np.int64)
-    for k in range(P):
-        count[pb[k] + 1] += 1
-    for v in range(m):
-        count[v + 1] += count[v]
-    by_other = np.empty(P, np.int64)
-    for k in range(P):
-        by_other[count[pb[k]]] = k
-        count[pb[k]] += 1
-    first = np.zeros(9 * m + 1, np.int64)
-    for k in range(P):
-        first[po[k] * m + pa[k] + 1] += 1
-    for v in range(9 * m):
-        first[v + 1] += first[v]
-    si = np.empty(P, np.int64)
-    sj = np.empty(P, np.int64)
-    for q in range(P):
-        k = by_other[q]
-        slot = po[k] * m + pa[k]
-        si[first[slot]] = pi[k]
-        sj[first[slot]] = pj[k]
-        first[slot] += 1
-    pi[:P] = si
-    pj[:P] = sj
     return P
 
 
@@ -491,7 +466,7 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     while True:                 # no regrowing in the loop (see the module docstring)
         pi = np.empty(cap, np.int64)
         pj = np.empty(cap, np.int64)
-        P = _scan_pairs(x, r, idx, c0, c1, order, start, sk, table, ny,
+        P = _scan_pairs(x, r, idx, order, start, sk, table, ny,
                         _as(x, margin), exclude, pi, pj)
         if P >= 0:
             break
