@@ -313,11 +313,13 @@ def test_particles_pins_and_grab_are_drawn(backend):
 @needs_numba
 def test_the_kernels_draw_a_large_cloth_without_the_numpy_path(monkeypatch):
     """With numba the drawing of links never goes through the numpy rasteriser (nor a
-    per-link Python loop): the compiled kernels are called once per frame."""
+    per-link Python loop): the compiled kernels are called once per frame (the world's
+    links: one call that bins, orders and draws them; the ghost's: one call)."""
     world = World(WorldConfig())
     build_cloth(world, cols=60, rows=60, spacing=0.02, shear=True)
-    calls = {"links": 0, "colours": 0}
+    calls = {"links": 0, "strain_links": 0, "colours": 0}
     links_k, colours_k = raster._links_kernel, raster._strain_colours_kernel
+    strain_links_k = raster._strain_links_kernel
 
     def count(name, f):
         def wrapped(*a):
@@ -331,13 +333,15 @@ def test_the_kernels_draw_a_large_cloth_without_the_numpy_path(monkeypatch):
     monkeypatch.setattr(raster, "_segments_numpy", forbidden)
     monkeypatch.setattr(raster, "_links_kernel", count("links", links_k))
     monkeypatch.setattr(raster, "_strain_colours_kernel", count("colours", colours_k))
+    monkeypatch.setattr(raster, "_strain_links_kernel",
+                        count("strain_links", strain_links_k))
     cam = Camera((400, 300), center=(0.6, -0.6), width=2.0)
     surf = pygame.Surface(cam.size, 0, 32)
     r = WorldRenderer()                                   # backend "auto"
     view = world.view()
     r.world(surf, cam, view)
     r.ghost(surf, cam, view)
-    assert calls == {"links": 2, "colours": 1}
+    assert calls == {"links": 1, "strain_links": 1, "colours": 0}
 
 
 def test_warm_up_and_backend_choice():
@@ -360,7 +364,8 @@ def test_without_numba_the_numpy_path_draws_the_same_scene(monkeypatch):
         raise AssertionError("kernel called without numba")
 
     monkeypatch.setattr(raster, "AVAILABLE", False)
-    for name in ("_links_kernel", "_strain_colours_kernel", "_stamp_kernel"):
+    for name in ("_links_kernel", "_strain_colours_kernel", "_stamp_kernel",
+                 "_strain_links_kernel", "_screen_kernel", "_draw_kernel"):
         monkeypatch.setattr(raster, name, forbidden)
     raster.warm_up()                                    # nothing to compile
     got, out = _render("auto", world, cam, ghost=True)

@@ -134,20 +134,99 @@ if AVAILABLE:
             sy[p] = hy + (x[p, 1] - cy) * ky
 
     @njit(cache=True)
+    def _segment_kernel(pix, px, py, qx, qy, col, wide):  # pragma: no cover - compiled
+        """One segment (screen px) by the pixel rule, clipped to the box, every sample
+        tested (ends clipped from huge coordinates may be off by more than rounding).
+        Returns the samples taken. :func:`_draw_kernel`'s path for what is not a 1 px
+        segment inside the box: out of its loop, which stays small and fast."""
+        h, w = pix.shape
+        wm1 = w - 1.0
+        hm1 = h - 1.0
+        if not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+                and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+            # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
+            if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
+                    and math.isfinite(qy)):
+                return 0
+            dx = qx - px
+            dy = qy - py
+            t0 = 0.0
+            t1 = 1.0
+            keep = True
+            for e in range(4):
+                if e == 0:
+                    pk = -dx
+                    qk = px
+                elif e == 1:
+                    pk = dx
+                    qk = wm1 - px
+                elif e == 2:
+                    pk = -dy
+                    qk = py
+                else:
+                    pk = dy
+                    qk = hm1 - py
+                if pk == 0.0:
+                    if qk < 0.0:
+                        keep = False
+                elif pk < 0.0:
+                    r = qk / pk
+                    if r > t0:
+                        t0 = r
+                else:
+                    r = qk / pk
+                    if r < t1:
+                        t1 = r
+            if not (keep and t0 <= t1):
+                return 0
+            ax = px + t0 * dx
+            ay = py + t0 * dy
+            bx = px + t1 * dx
+            by = py + t1 * dy
+            if not (math.isfinite(ax) and math.isfinite(ay) and math.isfinite(bx)
+                    and math.isfinite(by)):
+                return 0
+            px = ax
+            py = ay
+            qx = bx
+            qy = by
+        dx = qx - px
+        dy = qy - py
+        adx = abs(dx)
+        ady = abs(dy)
+        kk = int(math.ceil(adx if adx >= ady else ady)) + 1
+        if kk < 2:
+            kk = 2
+        inv = 1.0 / (kk - 1)
+        stx = dx * inv
+        sty = dy * inv
+        ox = px + 0.5
+        oy = py + 0.5
+        for s in range(kk):
+            fs = float(s)
+            xs = np.uint32(np.int32(fs * stx + ox))
+            ys = np.uint32(np.int32(fs * sty + oy))
+            if xs < w and ys < h:
+                pix[ys, xs] = col
+                if wide:
+                    pix[ys, xs + 1 if xs + 1 < w else xs] = col
+                    pix[ys + 1 if ys + 1 < h else ys, xs] = col
+        return kk * (3 if wide else 1)
+
+    @njit(cache=True)
     def _draw_kernel(pix, sx, sy, i, j, order, colour, width):  # pragma: no cover
         """Draw links ``order[o]`` (``(sx, sy)[i[k]] -> (sx, sy)[j[k]]``, screen px) in
-        ``colour[k]``: the module docstring's pixel rule, written out in the loop (a
-        helper call per link costs more than the link). Returns the samples taken.
+        ``colour[k]`` by the module docstring's pixel rule. Returns the samples taken.
 
         A 1 px segment with both ends inside the box (almost all of a cloth in view) has
         all its samples inside it (they lie between its ends, within rounding) and is
-        written without per-sample tests; its sample count ``kk`` from 2 to 8 has a
+        written here without per-sample tests; its sample count ``kk`` from 2 to 8 has a
         branch of its own with the loop unrolled and ``1 / (kk - 1)`` a constant (the
-        same float64 as the division: the same pixels). A loop whose trip count and step
-        are known only at run time cost twice as much per link. Clipped segments and
-        2 px lines keep the per-sample test (ends clipped from huge coordinates may be
-        off by more than rounding). Pixel indices go through uint32 so that numba emits
-        no negative-index wraparound.
+        same float64 as the division: the same pixels): a loop whose trip count and step
+        are known only at run time cost twice as much per link. The rest (clipped
+        segments, 2 px lines) goes to :func:`_segment_kernel`, a call, so that this loop
+        stays small. Pixel indices go through uint32: numba emits no negative-index
+        wraparound for them.
         """
         h, w = pix.shape
         flat = pix.reshape(-1)
@@ -155,7 +234,6 @@ if AVAILABLE:
         wm1 = w - 1.0
         hm1 = h - 1.0
         wide = width > 1
-        noff = 3 if wide else 1
         written = 0
         for o in range(order.size):
             k = order[o]
@@ -165,55 +243,11 @@ if AVAILABLE:
             py = sy[a]
             qx = sx[b]
             qy = sy[b]
-            inside = (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
-                      and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1)
-            if not inside:
-                # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
-                if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
-                        and math.isfinite(qy)):
-                    continue
-                dx = qx - px
-                dy = qy - py
-                t0 = 0.0
-                t1 = 1.0
-                keep = True
-                for e in range(4):
-                    if e == 0:
-                        pk = -dx
-                        qk = px
-                    elif e == 1:
-                        pk = dx
-                        qk = wm1 - px
-                    elif e == 2:
-                        pk = -dy
-                        qk = py
-                    else:
-                        pk = dy
-                        qk = hm1 - py
-                    if pk == 0.0:
-                        if qk < 0.0:
-                            keep = False
-                    elif pk < 0.0:
-                        r = qk / pk
-                        if r > t0:
-                            t0 = r
-                    else:
-                        r = qk / pk
-                        if r < t1:
-                            t1 = r
-                if not (keep and t0 <= t1):
-                    continue
-                ax = px + t0 * dx
-                ay = py + t0 * dy
-                bx = px + t1 * dx
-                by = py + t1 * dy
-                if not (math.isfinite(ax) and math.isfinite(ay) and math.isfinite(bx)
-                        and math.isfinite(by)):
-                    continue
-                px = ax
-                py = ay
-                qx = bx
-                qy = by
+            col = colour[k]
+            if wide or not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+                            and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+                written += _segment_kernel(pix, px, py, qx, qy, col, wide)
+                continue
             dx = qx - px
             dy = qy - py
             adx = abs(dx)
@@ -223,79 +257,64 @@ if AVAILABLE:
                 kk = 2
             ox = px + 0.5
             oy = py + 0.5
-            col = colour[k]
-            written += kk * noff
-            if inside and not wide:
-                if kk == 2:
-                    stx = dx * 1.0
-                    sty = dy * 1.0
-                    for s in range(2):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 3:
-                    stx = dx * 0.5
-                    sty = dy * 0.5
-                    for s in range(3):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 4:
-                    stx = dx * 0.3333333333333333
-                    sty = dy * 0.3333333333333333
-                    for s in range(4):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 5:
-                    stx = dx * 0.25
-                    sty = dy * 0.25
-                    for s in range(5):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 6:
-                    stx = dx * 0.2
-                    sty = dy * 0.2
-                    for s in range(6):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 7:
-                    stx = dx * 0.16666666666666666
-                    sty = dy * 0.16666666666666666
-                    for s in range(7):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                elif kk == 8:
-                    stx = dx * 0.14285714285714285
-                    sty = dy * 0.14285714285714285
-                    for s in range(8):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                else:
-                    inv = 1.0 / (kk - 1)
-                    stx = dx * inv
-                    sty = dy * inv
-                    for s in range(kk):
-                        fs = float(s)
-                        flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                             + np.uint32(np.int32(fs * stx + ox))] = col
-                continue
-            inv = 1.0 / (kk - 1)
-            stx = dx * inv
-            sty = dy * inv
-            for s in range(kk):
-                fs = float(s)
-                xs = np.uint32(np.int32(fs * stx + ox))
-                ys = np.uint32(np.int32(fs * sty + oy))
-                if xs < w and ys < h:
-                    pix[ys, xs] = col
-                    if wide:
-                        pix[ys, xs + 1 if xs + 1 < w else xs] = col
-                        pix[ys + 1 if ys + 1 < h else ys, xs] = col
+            written += kk
+            if kk == 2:
+                stx = dx * 1.0
+                sty = dy * 1.0
+                for s in range(2):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 3:
+                stx = dx * 0.5
+                sty = dy * 0.5
+                for s in range(3):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 4:
+                stx = dx * 0.3333333333333333
+                sty = dy * 0.3333333333333333
+                for s in range(4):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 5:
+                stx = dx * 0.25
+                sty = dy * 0.25
+                for s in range(5):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 6:
+                stx = dx * 0.2
+                sty = dy * 0.2
+                for s in range(6):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 7:
+                stx = dx * 0.16666666666666666
+                sty = dy * 0.16666666666666666
+                for s in range(7):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            elif kk == 8:
+                stx = dx * 0.14285714285714285
+                sty = dy * 0.14285714285714285
+                for s in range(8):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
+            else:
+                inv = 1.0 / (kk - 1)
+                stx = dx * inv
+                sty = dy * inv
+                for s in range(kk):
+                    fs = float(s)
+                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                         + np.uint32(np.int32(fs * stx + ox))] = col
         return written
 
     @njit(cache=True)
@@ -308,6 +327,58 @@ if AVAILABLE:
         sx = np.empty(n)
         sy = np.empty(n)
         _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy)
+        return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
+
+    @njit(cache=True)
+    def _strain_links_kernel(pix, sx, sy, i, j, kind, strain, edges, table, neutral,
+                             width):  # pragma: no cover - compiled
+        """:func:`_strain_colours_kernel` (strain given) then :func:`_draw_kernel` in one
+        call, without the ``order`` and ``colour`` arrays' round trip through Python.
+
+        The order is the counting sort's: the neutral links (level 0: most of a cloth)
+        go straight to the front in index order as they are binned; the others are kept
+        with their level and placed after them, stably, by level.
+        """
+        m = i.size
+        ne = edges.size
+        nlev = max(neutral, ne - neutral) + 1
+        counts = np.zeros(nlev + 1, np.int64)
+        colour = np.empty(m, table.dtype)
+        order = np.empty(m, np.int32)
+        pend = np.empty(m, np.int32)
+        plev = np.empty(m, np.int32)
+        fast = neutral >= 1 and neutral < ne
+        lo = edges[neutral - 1] if fast else 0.0
+        hi = edges[neutral] if fast else 0.0
+        n0 = 0
+        npend = 0
+        for k in range(m):
+            s = strain[k]
+            if fast and s >= lo and s < hi:
+                bn = neutral
+            else:
+                bn = 0
+                for e in range(ne):                     # edges <= s, without a branch
+                    bn += edges[e] <= s
+                if s != s:
+                    bn = ne
+            colour[k] = table[1 if kind[k] == ROPE else 0, bn]
+            if bn == neutral:
+                order[n0] = k
+                n0 += 1
+            else:
+                lv = bn - neutral if bn >= neutral else neutral - bn
+                pend[npend] = k
+                plev[npend] = lv
+                npend += 1
+                counts[lv + 1] += 1
+        counts[1] = n0
+        for lv in range(nlev):
+            counts[lv + 1] += counts[lv]
+        for r in range(npend):
+            lv = plev[r]
+            order[counts[lv]] = pend[r]
+            counts[lv] += 1
         return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
 
     @njit(cache=True)
@@ -329,7 +400,7 @@ if AVAILABLE:
                     pix[ys, xs] = col
 else:  # pragma: no cover
     _strain_colours_kernel = _links_kernel = _stamp_kernel = None
-    _screen_kernel = _draw_kernel = None
+    _screen_kernel = _draw_kernel = _strain_links_kernel = _segment_kernel = None
 
 
 def warm_up() -> None:
@@ -343,6 +414,7 @@ def warm_up() -> None:
     table = np.ones((2, 8), np.uint32)
     edges = np.array([-0.02, -0.005, -0.001, 0.001, 0.005, 0.02, 0.05])
     strain_colours(x, i, j, np.ones(1), np.zeros(1, np.int8), None, edges, table, 3)
+    strain_links(pix, x, i, j, np.zeros(1, np.int8), np.zeros(1), edges, table, 3)
     links(pix, x, i, j, 1, SCREEN, width=2)
     stamp(pix, x, np.zeros((1, 2), np.int64), 1)
 
@@ -393,6 +465,46 @@ def strain_colours(x, i, j, rest, kind, strain, edges, table, neutral: int,
     colour = table[(kind == ROPE).astype(np.intp), bins]
     order = np.argsort(np.abs(bins - int(neutral)), kind="stable")
     return colour, order, strain
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` read-only (a view if need be): the kernels see one array type whether the
+    caller's array was a world view's (read-only) or a fresh one, so that one compiled
+    specialisation (the one :func:`warm_up` makes) serves every call."""
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
+def strain_links(pix: np.ndarray, x, i, j, kind, strain, edges, table, neutral: int,
+                 view=SCREEN, width: int = 1, backend: str = "auto") -> int:
+    """:func:`strain_colours` (``strain (m,)`` given) then :func:`links` in the order it
+    gives: links ``x[i[k]] -> x[j[k]]`` coloured by their strain bin, the most strained
+    on top. With the kernels it is one compiled call (a pass bins and orders the links,
+    a second draws them); the numpy reference calls the two functions. Returns the
+    samples taken."""
+    i = np.asarray(i, np.int64)
+    j = np.asarray(j, np.int64)
+    m = len(i)
+    if strain is None or len(strain) != m:
+        raise ValueError("strain_links needs the links' strain")
+    if not _use_kernels(backend):
+        colour, order, _ = strain_colours(None, i, j, np.ones(m), kind, strain, edges,
+                                          table, neutral, backend)
+        return links(pix, x, i, j, colour, view, order, width, backend)
+    if not m:
+        return 0
+    x = np.ascontiguousarray(x, np.float64)
+    sx = np.empty(len(x))
+    sy = np.empty(len(x))
+    hx, hy, cx, cy, kx, ky = (float(v) for v in view)
+    _screen_kernel(_frozen(x), hx, hy, cx, cy, kx, ky, sx, sy)
+    return int(_strain_links_kernel(
+        pix, sx, sy, _frozen(i), _frozen(j), _frozen(np.ascontiguousarray(kind, np.int8)),
+        _frozen(np.ascontiguousarray(strain, np.float64)),
+        _frozen(np.ascontiguousarray(edges, np.float64)),
+        _frozen(np.ascontiguousarray(table, np.uint32)), int(neutral), int(width)))
 
 
 def links(pix: np.ndarray, x, i, j, colours, view=SCREEN, order=None, width: int = 1,

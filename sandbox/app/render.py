@@ -166,13 +166,11 @@ class WorldRenderer:
         m = len(view.link_i)
         if m:
             # Strain of the true positions; the most strained links are drawn last (on top).
-            colour, order, strain = raster.strain_colours(
-                None, view.link_i, view.link_j, view.link_rest, view.link_kind,
-                view.strain(), STRAIN_EDGES, self._strain_table(surface), NEUTRAL_BIN,
-                backend)
+            strain = view.strain()
             width = 2 if m < 3000 else 1
-            samples += raster.links(pix, x, view.link_i, view.link_j, colour, cview, order,
-                                    width, backend)
+            samples += raster.strain_links(
+                pix, x, view.link_i, view.link_j, view.link_kind, strain, STRAIN_EDGES,
+                self._strain_table(surface), NEUTRAL_BIN, cview, width, backend)
         if len(view.spring_i):
             samples += raster.links(pix, x, view.spring_i, view.spring_j,
                                     self._map(surface, SPRING), cview, backend=backend)

@@ -91,12 +91,19 @@ def link_strain_numpy(x, i, j, rest, kind) -> np.ndarray:
 if _AVAILABLE:
     @_njit(cache=True)
     def _strain_kernel(x, i, j, rest, kind, out):  # pragma: no cover - compiled
-        for k in range(len(i)):
+        # Two loops: the gathers and the squared lengths, then the square roots and the
+        # divisions over contiguous arrays, which LLVM vectorises (twice as fast as one
+        # scalar loop for the 200x200 shear cloth; the same IEEE operations, so the
+        # same numbers).
+        m = len(i)
+        for k in range(m):
             a, b = i[k], j[k]
             dx = np.float64(x[b, 0]) - np.float64(x[a, 0])
             dy = np.float64(x[b, 1]) - np.float64(x[a, 1])
+            out[k] = dx * dx + dy * dy
+        for k in range(m):
             r = rest[k] if rest[k] > 0 else 1.0
-            s = (math.sqrt(dx * dx + dy * dy) - rest[k]) / r
+            s = (math.sqrt(out[k]) - rest[k]) / r
             out[k] = 0.0 if (kind[k] == ROPE and s < 0) else s
 
 
@@ -108,13 +115,14 @@ def _usable() -> bool:
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) the strain kernel on a tiny problem."""
+    """Compile (or load from the cache) the strain kernel on a tiny problem, with the
+    argument types :meth:`WorldView.strain` passes (a view's read-only arrays)."""
     if _AVAILABLE:
         x = np.zeros((2, 2))
-        i, j = np.zeros(1, np.int64), np.ones(1, np.int64)
-        _strain_kernel(x, i, j, np.ones(1), np.zeros(1, np.int8), np.empty(1))
-        _strain_kernel(x.astype(np.float32), i, j, np.ones(1), np.zeros(1, np.int8),
-                       np.empty(1))
+        i, j = _ro(np.zeros(1, np.int64)), _ro(np.ones(1, np.int64))
+        rest, kind = _ro(np.ones(1)), _ro(np.zeros(1, np.int8))
+        _strain_kernel(_ro(x), i, j, rest, kind, np.empty(1))
+        _strain_kernel(_ro(x.astype(np.float32)), i, j, rest, kind, np.empty(1))
 
 
 def link_strain(x, i, j, rest, kind, backend: str = "auto") -> np.ndarray:
