@@ -1189,6 +1189,19 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
 
 
 @jit
+def _beyond(d2, limit):  # pragma: no cover - compiled
+    """Whether ``math.sqrt(d2) < limit`` is surely False, decided without the square
+    root (most pairs of a Verlet list are apart). ``d2`` and ``limit`` in the world's
+    float type, compared in float64: ``limit**2`` is exact to 2**-53 there, so ``d2``
+    above it by 1e-12 puts the exact root above ``limit`` by more than its rounding,
+    and the rounded root (monotonic) is >= ``limit``: the test that follows would have
+    said False too, bit for bit. The margin leaves the few pairs near it to the exact
+    test."""
+    lim = np.float64(limit)
+    return np.float64(d2) > lim * lim * (1.0 + 1e-12)
+
+
+@jit
 def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touched,
                    stuck):  # pragma: no cover - compiled
     """``Contacts._project_pairs``: one Jacobi pass, averaged per pair."""
@@ -1206,7 +1219,10 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
         jj = np.uint64(j[k])
         ddx = x[jj, 0] - x[ii, 0]
         ddy = x[jj, 1] - x[ii, 1]
-        dist = math.sqrt(ddx * ddx + ddy * ddy)
+        d2 = ddx * ddx + ddy * ddy
+        if _beyond(d2, reach[k]):   # dist >= reach: pen <= 0, no square root needed
+            continue
+        dist = math.sqrt(d2)
         pen = reach[k] - dist
         wsum = w[ii] + w[jj]
         if not (pen > skin_f and dist > 0 and wsum > 0):
@@ -1500,7 +1516,10 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
         jj = np.uint64(pj[k])
         ddx = x[jj, 0] - x[ii, 0]
         ddy = x[jj, 1] - x[ii, 1]
-        dist = math.sqrt(ddx * ddx + ddy * ddy)
+        d2 = ddx * ddx + ddy * ddy
+        if not ptouched[k] and _beyond(d2, reach[k] + touch_f):
+            continue                # apart: dist >= reach + touch, no square root
+        dist = math.sqrt(d2)
         wsum = w[ii] + w[jj]
         if (ptouched[k] or dist < reach[k] + touch_f) and dist > 0 and wsum > 0:
             ai[na] = pi[k]
