@@ -213,3 +213,37 @@ def test_segments_that_only_touch_the_window_are_drawn_as_the_reference(width):
     assert out["numpy"][1] == out["numba"][1]
     assert np.array_equal(out["numpy"][0], out["numba"][0])
     assert out["numba"][0][0, 0] != 0 and out["numba"][0][29, 39] != 0   # the corners
+
+
+@pytest.mark.parametrize("centre, width", [((0.0, 0.0), 7.5), ((13.7, -4.2), 0.9),
+                                           ((-1e3, 2e3), 55.0), ((0.5, 0.5), 1e-3)])
+def test_the_grid_is_drawn_where_one_to_screen_call_per_line_put_it(centre, width):
+    """background() maps all grid lines in one call; the lines must be where mapping
+    them one at a time (``int(round(to_screen(...)))``) put them."""
+    from sandbox.app import render
+
+    cam = Camera((331, 207), center=centre, width=width)
+    got = pygame.Surface(cam.size, 0, 32)
+    WorldRenderer().background(got, cam, bounds=(-3.0, -2.0, 3.0, 2.0))
+    # The grid by the per-line rule, alone on a blank surface.
+    w, h = cam.size
+    step = render.nice_step(cam.view_width)
+    (wx0, wy1), (wx1, wy0) = cam.to_world([[0, 0], [w, h]])
+    ref = pygame.Surface(cam.size, 0, 32)
+    ref.fill((1, 2, 3))
+    for k in range(int(np.floor(wx0 / step)), int(np.ceil(wx1 / step)) + 1):
+        sx = int(round(cam.to_screen([k * step, 0.0])[0]))
+        pygame.draw.line(ref, render.AXIS if k == 0 else render.GRID, (sx, 0), (sx, h))
+    for k in range(int(np.floor(wy0 / step)), int(np.ceil(wy1 / step)) + 1):
+        sy = int(round(cam.to_screen([0.0, k * step])[1]))
+        pygame.draw.line(ref, render.AXIS if k == 0 else render.GRID, (0, sy), (w, sy))
+    a = pygame.surfarray.array2d(got)
+    r = pygame.surfarray.array2d(ref)
+    lines = r != ref.map_rgb((1, 2, 3))
+    assert lines.any()
+    # Where the reference has a grid line, the frame has it too (the walls' outline
+    # may cover it); and no grid pixel appears elsewhere.
+    walls = a == got.map_rgb(render.WALL)
+    assert np.array_equal(a[lines & ~walls], r[lines & ~walls])
+    grid_colours = [got.map_rgb(render.GRID), got.map_rgb(render.AXIS)]
+    assert not np.isin(a[~lines], grid_colours).any()

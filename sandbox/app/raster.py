@@ -522,9 +522,12 @@ def links(pix: np.ndarray, x, i, j, colours, view=SCREEN, order=None, width: int
     if not len(order):
         return 0
     if _use_kernels(backend):
-        return int(_links_kernel(pix, np.ascontiguousarray(x, np.float64), i, j, order,
-                                 np.ascontiguousarray(colours), hx, hy, cx, cy, kx, ky,
-                                 int(width)))
+        # Read-only views throughout: the one specialisation warm_up() compiles serves
+        # a world view's arrays and fresh ones alike.
+        return int(_links_kernel(pix, _frozen(np.ascontiguousarray(x, np.float64)),
+                                 _frozen(i), _frozen(j), _frozen(order),
+                                 _frozen(np.ascontiguousarray(colours)), hx, hy, cx, cy,
+                                 kx, ky, int(width)))
     x = np.asarray(x, np.float64)
     sx = hx + (x[:, 0] - cx) * kx
     sy = hy + (x[:, 1] - cy) * ky

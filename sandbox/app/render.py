@@ -129,12 +129,18 @@ class WorldRenderer:
                         surface.fill(OUTSIDE, strip)
         step = nice_step(cam.view_width)
         (wx0, wy1), (wx1, wy0) = cam.to_world([[0, 0], [w, h]])
-        for k in range(math.floor(wx0 / step), math.ceil(wx1 / step) + 1):
-            sx = int(round(cam.to_screen([k * step, 0.0])[0]))
-            pygame.draw.line(surface, AXIS if k == 0 else GRID, (sx, 0), (sx, h))
-        for k in range(math.floor(wy0 / step), math.ceil(wy1 / step) + 1):
-            sy = int(round(cam.to_screen([0.0, k * step])[1]))
-            pygame.draw.line(surface, AXIS if k == 0 else GRID, (0, sy), (w, sy))
+        # Every grid line's screen coordinate in one to_screen call (the same float64
+        # operations as one call per line; rint rounds half to even as round() does).
+        kx = np.arange(math.floor(wx0 / step), math.ceil(wx1 / step) + 1)
+        ky = np.arange(math.floor(wy0 / step), math.ceil(wy1 / step) + 1)
+        pts = np.zeros((len(kx) + len(ky), 2))
+        pts[:len(kx), 0] = kx * step
+        pts[len(kx):, 1] = ky * step
+        scr = np.rint(cam.to_screen(pts))
+        for k, sx in zip(kx.tolist(), scr[:len(kx), 0].tolist(), strict=True):
+            pygame.draw.line(surface, AXIS if k == 0 else GRID, (int(sx), 0), (int(sx), h))
+        for k, sy in zip(ky.tolist(), scr[len(kx):, 1].tolist(), strict=True):
+            pygame.draw.line(surface, AXIS if k == 0 else GRID, (0, int(sy)), (w, int(sy)))
         if bounds is not None and box is not None:
             pygame.draw.rect(surface, WALL, box.inflate(2, 2), 1)
 
