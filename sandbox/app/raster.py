@@ -4,8 +4,10 @@ A 200 x 200 cloth has 158,802 links; one ``pygame.draw.line`` call each costs mo
 the physics. Two implementations draw them, with one pixel rule, so that they light the
 same pixels in the same colours (the tests compare them pixel for pixel):
 
-* compiled kernels (numba, when installed): one loop over the links that maps both
-  ends to the screen, clips, bins the strain into a colour and writes the line's pixels;
+* compiled kernels (numba, when installed): the points mapped to the screen once,
+  then one call that bins the links' strain into colours and orders them, and one loop
+  over the links that clips and writes each line's pixels (1 px lines inside the window,
+  almost all of a cloth in view, unrolled by sample count, without per-sample tests);
 * the numpy reference (the fallback without numba): all links clipped at once, then
   the samples of all of them laid out in one flat array (``np.repeat``) and written
   with one fancy-index assignment, never a Python loop over links.

@@ -2,9 +2,9 @@
 springs, particles, pins, the grabbed particle, and a translucent ghost world.
 
 Everything numerous is drawn batched through :mod:`sandbox.app.raster`: with numba, one
-compiled pass bins every link's strain into a colour and orders the links (most strained
-on top), and a second maps both ends of every link to the screen and writes its pixels;
-without numba the same pixels come from a few numpy broadcasts. Only things that are few
+compiled call bins every link's strain (the view's) into a colour, orders the links
+(most strained on top) and writes their pixels from the points mapped to the screen
+once; without numba the same pixels come from a few numpy broadcasts. Only things that are few
 by nature (grid lines, walls, shapes, the cut path) use ``pygame.draw``.
 """
 
