@@ -100,6 +100,7 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=())
     assert h.wait(600), h.error
     assert (tmp_path / f"warm-{warmup._fingerprint(('float64',), (), ())}").exists()
+    assert h.ready_parts == {"kernels", "extras"}
     bad = warmup.start_background(dtypes=("float64",), contact_dtypes=(),
                                   extra=("no_such_module_here:warm_up",))
     assert not bad.wait(600)
@@ -109,6 +110,22 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
     assert bad.ready_parts == {"kernels"} and kernels.AVAILABLE
     assert not contact_kernels.AVAILABLE
     assert bad.status() == "compiled kernels, numpy contacts (compiling failed)"
+
+
+@needs_numba
+def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
+    """The contact stages are most of a first compile: the constraint kernels, then
+    the extras (the renderer's), then they; the child says when each part is in, so
+    a cloth is simulated and drawn compiled while the contacts still compile."""
+    calls = []
+    monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: calls.append("kernels"))
+    monkeypatch.setattr(warmup, "_extras", lambda e: calls.append(("extras", e)))
+    monkeypatch.setattr(warmup, "_contacts", lambda d: calls.append(("contacts", d)))
+    warmup.warm_up(("float32",), ("float64",), extra=("m:f",),
+                   on_kernels=lambda: calls.append("said kernels"),
+                   on_extra=lambda: calls.append("said extras"))
+    assert calls == ["kernels", "said kernels", ("extras", ("m:f",)), "said extras",
+                     ("contacts", ("float64",))]
 
 
 def test_policy_one_thread_when_other_processes_hold_the_cores():

@@ -711,6 +711,8 @@ class App:
         if self.banner is not None:
             self.overlay.banner(surf, *self.banner, top=hud.bottom + 12)
         k = self.kernels
+        if k is not None and "extras" in k.ready_parts:
+            self.renderer.backend = "auto"       # the drawing's kernels are loaded
         if k is not None and not k.done:
             rec = k.status()
         else:

@@ -55,18 +55,27 @@ WARM_DELAY_S = 1.5
 
 
 def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
-            on_kernels=None) -> None:
-    """Every kernel for worlds of the float types ``dtypes``; the contact stages for
-    ``contact_dtypes`` (default: ``dtypes``; ``()`` skips them); then each
-    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's).
-    ``on_kernels()`` is called once the constraint and Verlet kernels are done."""
+            on_kernels=None, on_extra=None) -> None:
+    """Every kernel for worlds of the float types ``dtypes``; then each
+    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's); then
+    the contact stages for ``contact_dtypes`` (default: ``dtypes``; ``()`` skips
+    them), the longest part. ``on_kernels()`` is called once the constraint and
+    Verlet kernels are done, ``on_extra()`` once the extras are: a cloth then runs
+    and is drawn compiled while the contact stages still compile."""
     if not backend.INSTALLED:
         return
     with backend.loading():
         kernels.warm_up(dtypes)
         if on_kernels is not None:
             on_kernels()
+    _extras(extra)
+    if on_extra is not None:
+        on_extra()
+    with backend.loading():
         _contacts(dtypes if contact_dtypes is None else contact_dtypes)
+
+
+def _extras(extra) -> None:
     for spec in extra:
         mod, _, fn = spec.partition(":")
         getattr(importlib.import_module(mod), fn)()
@@ -156,7 +165,8 @@ class Warmup:
         self.use_process = use_process
         self.fingerprint = ""
         self.warm = False               # the cache was filled for these kernels before
-        self.ready_parts: set[str] = set()      # switched over already (backend.PARTS)
+        # Switched over already: backend.PARTS, and "extras" (their kernels loaded).
+        self.ready_parts: set[str] = set()
         self.phase = "loading"
         self.error: str | None = None
         self.seconds: float | None = None
@@ -222,7 +232,8 @@ class Warmup:
                 with backend.loading():
                     kernels.warm_up(self.dtypes)
                 self._part_ready("kernels")
-            warm_up(self.dtypes, self.contact_dtypes, self.extra)
+            warm_up(self.dtypes, self.contact_dtypes, self.extra,
+                    on_extra=lambda: self.ready_parts.add("extras"))
             backend.set_ready(True)
             self.seconds = time.monotonic() - self._t0
             self.phase = "ready"
@@ -257,11 +268,15 @@ class Warmup:
         drain.start()
         for line in self._proc.stdout:
             # The child has the constraint and Verlet kernels in the cache: load them
-            # here and switch the cloths over while it goes on with the contact stages.
+            # here and switch the cloths over while it goes on with the contact stages;
+            # then the extras (the drawing's kernels: the app switches its renderer).
             if line.strip() == b"kernels ready" and not self._closed:
                 with backend.loading():
                     kernels.warm_up(self.dtypes)
                 self._part_ready("kernels")
+            elif line.strip() == b"extras ready" and not self._closed:
+                _extras(self.extra)
+                self.ready_parts.add("extras")
         self._proc.wait()
         drain.join(10)
         err = b"".join(errors)
@@ -307,7 +322,8 @@ def _main(argv=None) -> int:
         pass
     cd = () if args.contact_dtypes == "none" else tuple(args.contact_dtypes.split(","))
     warm_up(tuple(args.dtypes.split(",")), cd, tuple(args.extra),
-            on_kernels=lambda: print("kernels ready", flush=True))
+            on_kernels=lambda: print("kernels ready", flush=True),
+            on_extra=lambda: print("extras ready", flush=True))
     return 0
 
 
