@@ -814,3 +814,15 @@ def test_the_energy_ledger_runs_only_where_the_hud_can_show_it(tmp_path, level, 
         assert "above" in text
     else:
         assert "springs / soft links store it" in text
+
+
+def test_small_first_worlds_start_on_numpy_and_big_ones_compiled():
+    """With a warm kernel cache the playground's first frame runs numpy (a few ms)
+    instead of starting numba on its first call; the 200x200 cloth, whose numpy frame
+    takes most of a second, loads the kernels at once."""
+    from sandbox.app.main import is_small
+    from sandbox.levels import build_world, find_level, load_level
+    small = {name: is_small(build_world(load_level(find_level(name))))
+             for name in ("playground", "pendulums", "cloth_200", "bench:cloth200_shear")}
+    assert small == {"playground": True, "pendulums": True, "cloth_200": False,
+                     "bench:cloth200_shear": False}

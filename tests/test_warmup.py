@@ -113,6 +113,43 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
 
 
 @needs_numba
+def test_a_small_first_world_starts_on_numpy_even_with_a_warm_cache(restore_backend,
+                                                                    tmp_path, monkeypatch):
+    """Loading kernels on their first call starts numba itself (~0.9 s): a small world,
+    whose numpy frames cost milliseconds, runs them until the thread has loaded them."""
+    marker = tmp_path / "warm"
+    marker.touch()                                   # the cache is known to be full
+    monkeypatch.setattr(warmup, "_marker", lambda fp: marker)
+    monkeypatch.setattr(warmup, "WARM_DELAY_S", 0.3)
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False,
+                                numpy_first=True)
+    assert h.warm and not kernels.AVAILABLE         # numpy for the first frames
+    assert h.wait(600), h.error
+    assert kernels.AVAILABLE
+    big = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
+    assert big.warm and kernels.AVAILABLE           # a big world: compiled at once
+    assert big.wait(600), big.error
+
+
+@needs_numba
+def test_the_child_marks_the_cache_full_when_it_has_filled_it(tmp_path, monkeypatch):
+    """The child marks the cache itself: a window closed before its own loading thread
+    finished (a quick look, ``--frames 1``) must not make every later start compile."""
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    monkeypatch.setattr(warmup.os, "nice", lambda n: 0)     # the child lowers its priority
+    done = []
+    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: done.append(a))
+    argv = ["--dtypes", "float64,float32", "--contact-dtypes", "float64", "--extra", "m:f"]
+    assert warmup._main(argv) == 0 and done
+    fp = warmup._fingerprint(("float64", "float32"), ("float64",), ("m:f",))
+    assert (tmp_path / f"warm-{fp}").exists()
+    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: 1 / 0)    # a failed fill
+    with pytest.raises(ZeroDivisionError):
+        warmup._main(["--dtypes", "float32"])
+    assert not (tmp_path / f"warm-{warmup._fingerprint(('float32',), ('float64',), ())}").exists()
+
+
+@needs_numba
 def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
     """The contact stages are most of a first compile: the constraint kernels, then
     the extras (the renderer's), then they; the child says when each part is in, so

@@ -286,7 +286,7 @@ class Warmup:
 
 
 def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",), extra=(),
-                     use_process: bool = True) -> Warmup:
+                     use_process: bool = True, numpy_first: bool = False) -> Warmup:
     """Make the compiled kernels ready behind the first frames; returns at once.
 
     Every world runs the numpy references until ``handle.ready``, then the compiled
@@ -295,6 +295,10 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
     run float64); ``extra``: ``"module:function"`` warm-ups of other kernels to compile
     in the same child and load in the same thread (e.g. ``"sandbox.app.raster:warm_up"``).
     A kernel type not listed still works: its first call compiles it then.
+    ``numpy_first``: even with a full cache, run the numpy references until the
+    loading thread has the kernels (after ``WARM_DELAY_S``): for a small first world,
+    whose numpy frames cost a few ms, where loading the kernels on the first call
+    (numba's own start, ~0.9 s here) would hold back the first frame.
     """
     handle = Warmup(dtypes, contact_dtypes, extra, use_process)
     if not backend.INSTALLED:
@@ -303,7 +307,8 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
         return handle
     handle.fingerprint = _fingerprint(handle.dtypes, handle.contact_dtypes, handle.extra)
     handle.warm = _marker(handle.fingerprint).exists()
-    backend.set_ready(handle.warm)      # a warm cache is used from the first frame
+    # A warm cache is used from the first frame, unless the first world is small.
+    backend.set_ready(handle.warm and not numpy_first)
     handle._thread.start()
     return handle
 
@@ -321,9 +326,17 @@ def _main(argv=None) -> int:
     except (AttributeError, OSError):            # pragma: no cover
         pass
     cd = () if args.contact_dtypes == "none" else tuple(args.contact_dtypes.split(","))
-    warm_up(tuple(args.dtypes.split(",")), cd, tuple(args.extra),
+    dtypes, extra = tuple(args.dtypes.split(",")), tuple(args.extra)
+    warm_up(dtypes, cd, extra,
             on_kernels=lambda: print("kernels ready", flush=True),
             on_extra=lambda: print("extras ready", flush=True))
+    # The cache is full: say so beside it, so that the next start uses it from the
+    # first frame even if the window that started this closed before loading it all.
+    try:
+        _marker(_fingerprint(dtypes, cd, extra)).parent.mkdir(parents=True, exist_ok=True)
+        _marker(_fingerprint(dtypes, cd, extra)).touch()
+    except OSError:                                  # pragma: no cover - read-only cache
+        pass
     return 0
 
 
