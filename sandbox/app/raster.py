@@ -215,6 +215,16 @@ if AVAILABLE:
                     pix[ys + 1 if ys + 1 < h else ys, xs] = col
         return kk * (3 if wide else 1)
 
+    @njit(cache=True, inline="always")
+    def _samples(flat, uw, ox, oy, stx, sty, col, kk):  # pragma: no cover - compiled
+        """Samples ``s = 0 .. kk-1`` of an in-box 1 px segment into ``flat`` (row
+        length ``uw``). Inlined in numba's own IR, so a literal ``kk`` reaches LLVM
+        as a constant trip count and the loop is unrolled without per-sample work."""
+        for s in range(kk):
+            fs = float(s)
+            flat[np.uint32(np.int32(fs * sty + oy)) * uw
+                 + np.uint32(np.int32(fs * stx + ox))] = col
+
     @njit(cache=True)
     def _draw_kernel(pix, sx, sy, i, j, order, colour, width):  # pragma: no cover
         """Draw links ``order[o]`` (``(sx, sy)[i[k]] -> (sx, sy)[j[k]]``, screen px) in
@@ -261,62 +271,24 @@ if AVAILABLE:
             oy = py + 0.5
             written += kk
             if kk == 2:
-                stx = dx * 1.0
-                sty = dy * 1.0
-                for s in range(2):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 1.0, dy * 1.0, col, 2)
             elif kk == 3:
-                stx = dx * 0.5
-                sty = dy * 0.5
-                for s in range(3):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.5, dy * 0.5, col, 3)
             elif kk == 4:
-                stx = dx * 0.3333333333333333
-                sty = dy * 0.3333333333333333
-                for s in range(4):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.3333333333333333, dy * 0.3333333333333333, col, 4)
             elif kk == 5:
-                stx = dx * 0.25
-                sty = dy * 0.25
-                for s in range(5):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.25, dy * 0.25, col, 5)
             elif kk == 6:
-                stx = dx * 0.2
-                sty = dy * 0.2
-                for s in range(6):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.2, dy * 0.2, col, 6)
             elif kk == 7:
-                stx = dx * 0.16666666666666666
-                sty = dy * 0.16666666666666666
-                for s in range(7):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.16666666666666666, dy * 0.16666666666666666,
+                         col, 7)
             elif kk == 8:
-                stx = dx * 0.14285714285714285
-                sty = dy * 0.14285714285714285
-                for s in range(8):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * 0.14285714285714285, dy * 0.14285714285714285,
+                         col, 8)
             else:
                 inv = 1.0 / (kk - 1)
-                stx = dx * inv
-                sty = dy * inv
-                for s in range(kk):
-                    fs = float(s)
-                    flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                         + np.uint32(np.int32(fs * stx + ox))] = col
+                _samples(flat, uw, ox, oy, dx * inv, dy * inv, col, kk)
         return written
 
     @njit(cache=True)
