@@ -236,6 +236,8 @@ def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, mon
     cache.mkdir()
     monkeypatch.setattr(backend, "_kernel_sources", lambda: [broad, solver])
     monkeypatch.setattr(backend, "_cache_dir_of", lambda path: cache)
+    monkeypatch.setattr(backend, "_marker_dir", lambda: cache)
+    assert warmup._cache_dir() == cache                # the warm-up marks it there
 
     def fill():
         files = [cache / "solver.frame-2.py311.nbi", cache / "solver.frame-2.py311.1.nbc"]
@@ -251,7 +253,10 @@ def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, mon
     files = fill()                                # compiled again from these sources
     assert backend.drop_stale_kernels() == 0
     assert all(f.exists() for f in files)
+    mark = cache / "sandbox-warm-0123"             # the warm-up said the cache is full
+    mark.touch()
     broad.write_text("@jit\ndef pair_list(): return 1\n")   # an update of broad.py only
     assert backend.drop_stale_kernels() == 2
     assert not any(f.exists() for f in files) and keep.exists()
+    assert not mark.exists()                       # it is not: the next start compiles
     assert backend.drop_stale_kernels() == 0

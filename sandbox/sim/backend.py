@@ -63,6 +63,14 @@ def _cache_dir_of(src: Path) -> Path:
     return src.parent / "__pycache__"
 
 
+def _marker_dir() -> Path:
+    """Where ``warmup`` marks the cache full (its ``_cache_dir``)."""
+    from numba.core import config
+    if config.CACHE_DIR:
+        return Path(config.CACHE_DIR)
+    return PACKAGE / "sim" / "__pycache__"
+
+
 def drop_stale_kernels() -> int:
     """Delete this package's cached kernels if the kernel sources changed since the
     cache was filled (or the cache predates the stamp); returns the files deleted.
@@ -92,6 +100,13 @@ def drop_stale_kernels() -> int:
                     dropped += 1
                 except OSError:                           # pragma: no cover
                     pass
+        # And the warm-up's marks that the cache was full (sim/warmup.py): it no longer
+        # is, so the next start takes the compiling path and says so.
+        for f in _marker_dir().glob("sandbox-warm-*"):
+            try:
+                f.unlink()
+            except OSError:                               # pragma: no cover
+                pass
         stamp.parent.mkdir(parents=True, exist_ok=True)
         tmp = stamp.with_name(f"{STAMP}.{os.getpid()}.tmp")
         tmp.write_text(digest)

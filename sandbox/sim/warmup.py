@@ -110,14 +110,11 @@ def _contacts(dtypes) -> None:
 # --------------------------------------------------------------------------- background
 
 def _cache_dir() -> Path:
-    """Where numba keeps this package's kernels (``NUMBA_CACHE_DIR`` or ``__pycache__``)."""
-    try:
-        from numba.core import config
-        if config.CACHE_DIR:
-            return Path(config.CACHE_DIR)
-    except ImportError:                          # pragma: no cover
-        pass
-    return Path(__file__).resolve().parent / "__pycache__"
+    """Where numba keeps this package's kernels (``NUMBA_CACHE_DIR`` or ``__pycache__``);
+    ``backend.drop_stale_kernels`` clears the marks here with the kernels."""
+    if backend.INSTALLED:
+        return backend._marker_dir()
+    return Path(__file__).resolve().parent / "__pycache__"   # pragma: no cover
 
 
 def _fingerprint(dtypes, contact_dtypes, extra) -> str:
