@@ -124,10 +124,12 @@ def test_a_small_first_world_starts_on_numpy_even_with_a_warm_cache(restore_back
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False,
                                 numpy_first=True)
     assert h.warm and not kernels.AVAILABLE         # numpy for the first frames
+    assert h.status() == "loading kernels (numpy meanwhile)"     # and the HUD says so
     assert h.wait(600), h.error
     assert kernels.AVAILABLE
     big = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
     assert big.warm and kernels.AVAILABLE           # a big world: compiled at once
+    assert big.status() in ("loading kernels", "compiled kernels ready")
     assert big.wait(600), big.error
 
 

@@ -162,6 +162,7 @@ class Warmup:
         self.use_process = use_process
         self.fingerprint = ""
         self.warm = False               # the cache was filled for these kernels before
+        self.numpy_first = False        # numpy until loaded, even when warm
         # Switched over already: backend.PARTS, and "extras" (their kernels loaded).
         self.ready_parts: set[str] = set()
         self.phase = "loading"
@@ -186,7 +187,8 @@ class Warmup:
             what = ("contact kernels" if "kernels" in self.ready_parts else "kernels")
             return f"compiling {what} (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
         if self.phase == "loading":
-            return "loading kernels" if self.warm else "loading kernels (numpy meanwhile)"
+            compiled = self.warm and not self.numpy_first     # the worlds' kernels now
+            return "loading kernels" if compiled else "loading kernels (numpy meanwhile)"
         if self.phase == "ready":
             return "compiled kernels ready"
         if self.error:
@@ -304,6 +306,7 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
         return handle
     handle.fingerprint = _fingerprint(handle.dtypes, handle.contact_dtypes, handle.extra)
     handle.warm = _marker(handle.fingerprint).exists()
+    handle.numpy_first = numpy_first
     # A warm cache is used from the first frame, unless the first world is small.
     backend.set_ready(handle.warm and not numpy_first)
     handle._thread.start()
