@@ -62,6 +62,19 @@ def _use_kernels(backend: str) -> bool:
 # --------------------------------------------------------------------------- kernels
 
 if AVAILABLE:
+    @njit(cache=True, inline="always")
+    def _strain_bin(s, edges, neutral, fast, lo, hi):  # pragma: no cover - compiled
+        """``np.digitize(s, edges)``: the number of edges ``<= s`` (NaN: past the
+        last). ``fast``: the neutral bin ``[lo, hi)`` decided by one two-sided test
+        first (most links; NaN fails it)."""
+        if fast and s >= lo and s < hi:
+            return neutral
+        ne = edges.size
+        bn = 0
+        for e in range(ne):                     # edges <= s, without a branch
+            bn += edges[e] <= s
+        return ne if s != s else bn
+
     @njit(cache=True)
     def _strain_colours_kernel(x, i, j, rest, kind, strain, have_strain, edges, table,
                                neutral, colour, order, strain_out):  # pragma: no cover
@@ -99,14 +112,7 @@ if AVAILABLE:
                 if kind[k] == ROPE and s < 0.0:
                     s = 0.0
                 strain_out[k] = s
-            if fast and s >= lo and s < hi:
-                bn = neutral
-            else:
-                bn = 0
-                for e in range(ne):                     # edges <= s, without a branch
-                    bn += edges[e] <= s
-                if s != s:
-                    bn = ne
+            bn = _strain_bin(s, edges, neutral, fast, lo, hi)
             colour[k] = table[1 if kind[k] == ROPE else 0, bn]
             lv = bn - neutral if bn >= neutral else neutral - bn
             level[k] = lv
@@ -328,14 +334,7 @@ if AVAILABLE:
         npend = 0
         for k in range(m):
             s = strain[k]
-            if fast and s >= lo and s < hi:
-                bn = neutral
-            else:
-                bn = 0
-                for e in range(ne):                     # edges <= s, without a branch
-                    bn += edges[e] <= s
-                if s != s:
-                    bn = ne
+            bn = _strain_bin(s, edges, neutral, fast, lo, hi)
             colour[k] = table[1 if kind[k] == ROPE else 0, bn]
             if bn == neutral:
                 order[n0] = k
