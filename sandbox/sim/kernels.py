@@ -367,25 +367,17 @@ if INSTALLED:
                                 planar[5])
         W, VX, VY = planar[6], planar[7], planar[8]
         moved = perm.size != 0
-        if moved:
-            for k in range(n):
-                q = perm[k]
-                X[q] = x[k, 0]
-                Y[q] = x[k, 1]
-                PX[q] = x_prev[k, 0]
-                PY[q] = x_prev[k, 1]
-                AX[q] = a[k, 0]
-                AY[q] = a[k, 1]
-                W[q] = w[k]
-        else:
-            for k in range(n):
-                X[k] = x[k, 0]
-                Y[k] = x[k, 1]
-                PX[k] = x_prev[k, 0]
-                PY[k] = x_prev[k, 1]
-                AX[k] = a[k, 0]
-                AY[k] = a[k, 1]
-                W[k] = w[k]
+        # One loop for both layouts: the test of ``moved`` is the same on every pass,
+        # and LLVM takes it out of the loop (an identity copy stays a plain copy).
+        for k in range(n):
+            q = perm[k] if moved else k
+            X[q] = x[k, 0]
+            Y[q] = x[k, 1]
+            PX[q] = x_prev[k, 0]
+            PY[q] = x_prev[k, 1]
+            AX[q] = a[k, 0]
+            AY[q] = a[k, 1]
+            W[q] = w[k]
         # Runs whose particles share one inverse mass (fixed within a frame) skip
         # reading them (``_stride_planar_w``).
         uniform = np.empty(plan.shape[0], W.dtype)
@@ -428,23 +420,14 @@ if INSTALLED:
                 q = perm[k] if moved else k
                 VX[q] = v[k, 0]
                 VY[q] = v[k, 1]
-        if moved:
-            for k in range(n):
-                q = perm[k]
-                x[k, 0] = X[q]
-                x[k, 1] = Y[q]
-                x_prev[k, 0] = PX[q]
-                x_prev[k, 1] = PY[q]
-                v[k, 0] = (X[q] - PX[q]) * c1 + VX[q]
-                v[k, 1] = (Y[q] - PY[q]) * c1 + VY[q]
-        else:
-            for k in range(n):
-                x[k, 0] = X[k]
-                x[k, 1] = Y[k]
-                x_prev[k, 0] = PX[k]
-                x_prev[k, 1] = PY[k]
-                v[k, 0] = (X[k] - PX[k]) * c1 + VX[k]
-                v[k, 1] = (Y[k] - PY[k]) * c1 + VY[k]
+        for k in range(n):
+            q = perm[k] if moved else k
+            x[k, 0] = X[q]
+            x[k, 1] = Y[q]
+            x_prev[k, 0] = PX[q]
+            x_prev[k, 1] = PY[q]
+            v[k, 0] = (X[q] - PX[q]) * c1 + VX[q]
+            v[k, 1] = (Y[q] - PY[q]) * c1 + VY[q]
         return False
 
     @njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
