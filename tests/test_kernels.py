@@ -372,7 +372,7 @@ def test_a_world_steps_its_particles_in_place():
 
 @needs_numba
 def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
-    """``_stride_planar_w`` runs only where every particle at both ends of the run has
+    """``_stride_planar_even`` runs only where every particle at both ends of the run has
     the same positive inverse mass (bit for bit the same numbers then)."""
     W = np.full(12, 2.0)
     W[9] = 0.0                      # pinned
@@ -385,3 +385,106 @@ def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
     out = np.full(4, -1.0)
     kernels._uniform_runs(W, plan, out)
     np.testing.assert_array_equal(out, [2.0, 0.0, 0.0, 0.0])
+
+
+def _project(x, w, c, backend):
+    c.backend = backend
+    out = x.copy()
+    c.project(out, w, 1 / 60, np.zeros(len(c), x.dtype))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_even_split_moves_each_end_by_half_the_error(dtype):
+    """A rigid link between equal inverse masses: each end moves (L - rest) / 2 along
+    the link (the general form's answer, w_i / (w_i + w_j) = 1/2); a slack rope link
+    and a link of zero length (ends on top of each other) move nothing and make no
+    NaN."""
+    x = np.array([[0.0, 0.0], [0.6, 0.8],           # stick, L = 1, rest 0.5
+                  [2.0, 0.0], [2.3, 0.4],           # rope, L = 0.5 < rest 0.7: slack
+                  [5.0, 5.0], [5.0, 5.0]], dtype)   # stick of zero length, rest 0.1
+    c = Constraints()
+    c.add([0], [1], x, rest=0.5)
+    c.add([2], [3], x, rest=0.7, kind="rope")
+    c.add([4], [5], x, rest=0.1)
+    w = np.full(6, 3.0, dtype)
+    tol = 4 * np.finfo(dtype).eps
+    for backend in ("numpy", "numba") if kernels.AVAILABLE else ("numpy",):
+        out = _project(x, w, c, backend)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out[0], [0.15, 0.2], rtol=0, atol=tol)
+        np.testing.assert_allclose(out[1], [0.45, 0.6], rtol=0, atol=tol)
+        np.testing.assert_array_equal(out[2:], x[2:])
+
+
+def _mixed_masses(w: World, seed: int = 11) -> None:
+    """A third of the free particles get inverse masses from a short list (so some
+    neighbours are equal, some not) and five more are pinned."""
+    p = w.particles
+    rng = np.random.default_rng(seed)
+    free = np.flatnonzero(p.inv_mass > 0)
+    pick = rng.choice(free, free.size // 3, replace=False)
+    p.inv_mass[pick] = rng.choice([0.5, 2.0, 7.0], pick.size)
+    p.mass[pick] = 1.0 / p.inv_mass[pick]
+    p.inv_mass[rng.choice(free, 5, replace=False)] = 0.0
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_mixed_inverse_masses_take_the_same_form_in_kernels_and_reference(dtype):
+    """Runs whose ends have different inverse masses pick the even split link by link
+    (equal and positive) or the general form (unequal, pinned): the parallel sweep, the
+    contact frame's serial sweep and the whole compiled frame agree with the numpy
+    reference bit for bit."""
+    w = _scene("numpy", dtype)
+    _mixed_masses(w)
+    c, p = w.constraints, w.particles
+    rng = np.random.default_rng(5)
+    x0 = (p.x + rng.normal(0.0, 0.02, p.x.shape)).astype(dtype)
+    h = 1 / 600
+    ref = x0.copy()
+    c.project_numpy(ref, p.inv_mass, h, np.zeros(len(c), dtype))
+    for backend in ("numba", "parallel"):
+        c.backend = backend
+        got = x0.copy()
+        c.project(got, p.inv_mass, h, np.zeros(len(c), dtype))
+        np.testing.assert_array_equal(got, ref)
+    fi, fj, rest, comp, kind, plan, offsets = c._flat_batches(x0.dtype)
+    got = x0.copy()
+    kernels.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan,
+                         x0.dtype.type(1.0 / (h * h)), np.zeros(len(c), dtype))
+    np.testing.assert_array_equal(got, ref)
+    # Whole frames (the planar kernels), the reference stepping the same world.
+    worlds = []
+    for backend in ("numpy", "auto"):
+        wb = _scene(backend, dtype, substeps=4)
+        _mixed_masses(wb)
+        wb.start(1 / 60)
+        for _ in range(20):
+            wb.step(1 / 60)
+        worlds.append(wb)
+    np.testing.assert_array_equal(worlds[1].particles.x, worlds[0].particles.x)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_even_split_is_the_general_form_to_round_off(dtype):
+    """On equal inverse masses the even split and the general form
+    ``x_i -= w (-C / (2 w L)) d`` are the same correction: they differ by round-off
+    of the positions' size (a few ulps of the coordinates), not more."""
+    rng = np.random.default_rng(2)
+    n = 400
+    x = rng.uniform(-3.0, 3.0, (2 * n, 2)).astype(dtype)
+    c = Constraints()
+    i, j = np.arange(0, 2 * n, 2), np.arange(1, 2 * n, 2)
+    L = np.linalg.norm(x[j] - x[i], axis=1)
+    c.add(i, j, x, rest=L * rng.uniform(0.7, 1.3, n))
+    w = np.full(2 * n, 4.0, dtype)
+    got = _project(x, w, c, "numpy")
+    d = (x[j] - x[i]).astype(np.float64)
+    Ld = np.linalg.norm(d, axis=1)
+    corr = ((Ld - c.rest) / (2.0 * Ld))[:, None] * d          # in float64
+    want = x.astype(np.float64)
+    want[i] += corr
+    want[j] -= corr
+    ulp = np.finfo(dtype).eps * 8.0                            # |x| <= ~8
+    assert np.abs(got - want).max() <= 4 * ulp

@@ -24,6 +24,16 @@ rest (see :meth:`Constraints._flat_batches`).
 One projection computes ``s = (-C - alpha~ lambda) / ((w_i + w_j + alpha~) |d|)`` and
 moves the ends by ``w s d``: one division instead of two, in the reference and the
 kernels alike, so they agree bit for bit.
+
+*Even split.* A rigid link between two equal inverse masses (``alpha = 0``,
+``w_i = w_j > 0``: most of a cloth, every free rope link) moves each end by half its
+error, ``x_i += s d``, ``x_j -= s d`` with ``s = 1/2 - (rest/2) / max(|d|, 1e-12)`` (a
+rope link: ``max(s, 0)``). The same correction as above, without the inverse masses,
+``C`` or the ``w`` products: the classic cloth formula (Jakobsen 2001), and in float32
+the sweep's operations per link are then few enough that its vector loop keeps up with
+a kernel written for the grid alone. ``|d|`` below 1e-12 (ends on top of each other)
+moves each end by at most ``rest / 2``, never by a NaN. Reference and kernels choose
+between the two forms by the same test, per link, so they still agree bit for bit.
 """
 
 from __future__ import annotations
@@ -355,8 +365,19 @@ class Constraints:
             s = np.where(ok, num / np.where(ok, denom * L, 1.0), 0.0)
             lam[b] += s * L
             corr = s[:, None] * d
-            x[ci] -= wi[:, None] * corr
-            x[cj] += wj[:, None] * corr
+            # Even split: a rigid link between equal inverse masses moves each end by
+            # half the error, ``(1/2 - (rest/2) / L) d`` (see the module docstring).
+            even = (at == 0) & (wi == wj) & (wi > 0)
+            if not even.any():
+                x[ci] -= wi[:, None] * corr
+                x[cj] += wj[:, None] * corr
+                continue
+            half = f(0.5)
+            se = half - (self.rest[b].astype(x.dtype) * half) / np.maximum(L, f(1e-12))
+            se = np.where(self.kind[b] == ROPE, np.maximum(se, f(0.0)), se)
+            ev = even[:, None]
+            x[ci] += np.where(ev, se[:, None] * d, -(wi[:, None] * corr))
+            x[cj] += np.where(ev, -(se[:, None] * d), wj[:, None] * corr)
 
     # --- measuring and breaking ---------------------------------------------------------
 
