@@ -385,6 +385,22 @@ def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
     out = np.full(4, -1.0)
     kernels._uniform_runs(W, plan, out)
     np.testing.assert_array_equal(out, [2.0, 0.0, 0.0, 0.0])
+    # Against the definition, on runs over slots whose values change and change back
+    # (2, 2, 3, 2), pins and NaNs.
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        W = rng.choice([2.0, 2.0, 2.0, 3.0, 0.0, np.nan], 40)
+        rows = []
+        for _ in range(6):
+            m, d = int(rng.integers(1, 8)), int(rng.integers(1, 12))
+            rows.append([S, 0, m, int(rng.integers(0, 40 - m - d + 1)), d, 0])
+        plan = np.array(rows, np.int64)
+        out = np.full(len(rows), -1.0)
+        kernels._uniform_runs(W, plan, out)
+        for r, (_, _, m, i0, d, _) in enumerate(rows):
+            ends = np.r_[W[i0:i0 + m], W[i0 + d:i0 + d + m]]
+            want = ends[0] if ends[0] > 0 and (ends == ends[0]).all() else 0.0
+            assert out[r] == want
 
 
 def _project(x, w, c, backend):
