@@ -865,46 +865,60 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
         if m >= 0:
             break
         cap *= 4
-    # Shape type by shape type (a stable counting sort): the reference's groups.
-    start = np.zeros(WALL + 1, np.int64)
-    for c in range(m):
-        start[kinds[cg[c]] + 1] += 1
-    for k in range(WALL):
-        start[k + 1] += start[k]
-    order = np.empty(m, np.int64)
-    for c in range(m):
-        kd = kinds[cg[c]]
-        order[start[kd]] = c
-        start[kd] += 1
-    out_p = np.empty(m, np.int64)
-    out_g = np.empty(m, np.int64)
-    gap_o = np.empty(m)
-    for k in range(m):
-        out_p[k] = cp[order[k]]
-        out_g[k] = cg[order[k]]
-        gap_o[k] = gap[order[k]]
-    ref_s = np.zeros(m)
-    for c in range(m):
-        g = out_g[c]
-        if kinds[g] == SEGMENT:
-            q = out_p[c]
-            ref_s[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
-                             geo[g, 3])
-    touched_s = np.zeros(m, np.bool_)
-    stuck_s = np.zeros(m, np.bool_)
-    depth_s = np.zeros(m)
-    spent_s = np.zeros(m)
-    nrm_s = np.zeros((m, 2))
-    vhit_s = np.zeros(m)
-    tau_s = np.zeros(m)
     if m:
+        # Shape type by shape type (a stable counting sort): the reference's groups.
+        start = np.zeros(WALL + 1, np.int64)
+        for c in range(m):
+            start[kinds[cg[c]] + 1] += 1
+        for k in range(WALL):
+            start[k + 1] += start[k]
+        order = np.empty(m, np.int64)
+        for c in range(m):
+            kd = kinds[cg[c]]
+            order[start[kd]] = c
+            start[kd] += 1
+        out_p = np.empty(m, np.int64)
+        out_g = np.empty(m, np.int64)
+        gap_o = np.empty(m)
+        for k in range(m):
+            out_p[k] = cp[order[k]]
+            out_g[k] = cg[order[k]]
+            gap_o[k] = gap[order[k]]
+        ref_s = np.zeros(m)
+        for c in range(m):
+            g = out_g[c]
+            if kinds[g] == SEGMENT:
+                q = out_p[c]
+                ref_s[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
+                                 geo[g, 3])
+        touched_s = np.zeros(m, np.bool_)
+        stuck_s = np.zeros(m, np.bool_)
+        depth_s = np.zeros(m)
+        spent_s = np.zeros(m)
+        nrm_s = np.zeros((m, 2))
+        vhit_s = np.zeros(m)
+        tau_s = np.zeros(m)
         _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref_s, m, mu_def, kinds,
              rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched_s, nrm_s,
              depth_s, spent_s, stuck_s, v0, acc, h, v_th, e_def, vhit_s, tau_s)
+    else:
+        # No shape contacts (a scene of walls alone, every substep): shared empty
+        # arrays instead of seventeen allocations, ~1 us a substep of the soft blob.
+        out_p = cp[:0]
+        out_g = out_p
+        gap_o = gap[:0]
+        ref_s = gap_o
+        depth_s = gap_o
+        spent_s = gap_o
+        vhit_s = gap_o
+        tau_s = gap_o
+        touched_s = np.zeros(0, np.bool_)
+        stuck_s = touched_s
+        nrm_s = np.zeros((0, 2))
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
-    # limits first, then wall after wall over all particles (loops without a branch,
-    # which LLVM vectorises: the nested loop with its tests cost 2.3 ns a particle and
-    # wall), then the hits in (particle, wall) order.
+    # limit first, then the walls particle by particle, the hits in (particle, wall)
+    # order: the four walls of ``bounds`` written out, any other number without a
+    # branch (every pair stored, the count moving on a hit only).
     nq = n if nwalls else 0
     wt = np.empty((nwalls, 3))              # the walls' rows, a table of their own
     for k in range(nwalls):
@@ -913,39 +927,55 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     # hit = dw < lo or dw < hi. With shapes: lo = r + disp + margin (hi never). Without,
     # disp is not computed: lo = r + margin, and hi = r + |path| + margin, the exact
     # test; it is at most r + 2 (|dx| + |dy|) + margin, below which the reference
-    # needs it, so "dw < hi" decides alike. Stored in float64: exactly as computed.
-    lo = np.empty(nq)
-    hi = np.empty(nq)
+    # needs it, so "dw < hi" decides alike. Stored in float64: exactly as computed;
+    # one limit, the larger (a NaN path keeps lo, as "dw < hi" is then false).
+    lim_q = np.empty(nq)
     for q in range(nq):
         rq = r[q]
         if nshapes:
-            lim = rq + disp[q] + marg
-            far = -np.inf
+            lo = rq + disp[q] + marg
+            hi = -np.inf
         else:
-            lim = rq + marg
+            lo = rq + marg
             ddx = x1[q, 0] - x0[q, 0]
             ddy = x1[q, 1] - x0[q, 1]
-            far = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
-        movable = w[q] > 0
-        lo[q] = lim if movable else -np.inf
-        hi[q] = far if movable else -np.inf
-    hit = np.empty((nwalls, nq), np.bool_)
-    for k in range(nwalls):
-        a0 = wt[k, 0]
-        a1 = wt[k, 1]
-        a2 = wt[k, 2]
-        for q in range(nq):
-            dw = (a0 * x1[q, 0] + a1 * x1[q, 1]) - a2
-            hit[k, q] = (dw < lo[q]) | (dw < hi[q])
-    wq = np.empty(nq * nwalls, np.int64)
-    wg = np.empty(nq * nwalls, np.int64)
+            hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
+        top = hi if hi > lo else lo
+        lim_q[q] = top if w[q] > 0 else -np.inf
+    wq = np.empty(nq * nwalls + 1, np.int64)
+    wg = np.empty(nq * nwalls + 1, np.int64)
     nw = 0
-    for q in range(nq):
-        for k in range(nwalls):
-            if hit[k, q]:
+    if nwalls == 4:
+        # The four sides of ``bounds``: one test per particle whether it is near any
+        # of them, written out (256 particles: 1.1 us against 3.2 through the loop).
+        a0, b0, c0 = wt[0, 0], wt[0, 1], wt[0, 2]
+        a1, b1, c1 = wt[1, 0], wt[1, 1], wt[1, 2]
+        a2, b2, c2 = wt[2, 0], wt[2, 1], wt[2, 2]
+        a3, b3, c3 = wt[3, 0], wt[3, 1], wt[3, 2]
+        for q in range(nq):
+            xq = x1[q, 0]
+            yq = x1[q, 1]
+            lq = lim_q[q]
+            h0 = ((a0 * xq + b0 * yq) - c0) < lq
+            h1 = ((a1 * xq + b1 * yq) - c1) < lq
+            h2 = ((a2 * xq + b2 * yq) - c2) < lq
+            h3 = ((a3 * xq + b3 * yq) - c3) < lq
+            if h0 | h1 | h2 | h3:
+                for k in range(4):
+                    if (h0, h1, h2, h3)[k]:
+                        wq[nw] = q
+                        wg[nw] = nshapes + k
+                        nw += 1
+    else:
+        for q in range(nq):
+            xq = x1[q, 0]
+            yq = x1[q, 1]
+            lq = lim_q[q]
+            for k in range(nwalls):
+                dw = (wt[k, 0] * xq + wt[k, 1] * yq) - wt[k, 2]
                 wq[nw] = q
                 wg[nw] = nshapes + k
-                nw += 1
+                nw += dw < lq
     C = m + nw
     if nw:
         c_p = np.empty(C, np.int64)
