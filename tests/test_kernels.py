@@ -21,13 +21,15 @@ needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not ins
 def _scene(backend: str, dtype: str = "float64", cloth_last: bool = False,
            **config) -> World:
     """Rigid cloth (runs of every kind), a rope of rope links (pairs that go slack), a
-    compliant bridge (gathered), grabbed and torn during the run; ``cloth_last``: the
-    cloth's particles after the others' (its grid layout starts past 0)."""
+    short chain of sticks (rigid links gathered), a compliant bridge (compliant links
+    gathered apart), grabbed and torn during the run; ``cloth_last``: the cloth's
+    particles after the others' (its grid layout starts past 0)."""
     w = World(WorldConfig(dtype=dtype, **config))
     if not cloth_last:
         B.build_cloth(w, 24, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
                       bend=True)
     B.build_rope(w, (2.0, 2.0), (4.0, 2.0), 40, kind="rope")
+    B.build_rope(w, (5.0, 2.0), (5.6, 2.0), 5, kind="stick")   # too short for runs
     B.build_bridge(w, (-3.0, -1.0), (3.0, -1.0), 30, compliance=1e-5)
     if cloth_last:
         B.build_cloth(w, 24, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
@@ -67,7 +69,9 @@ def _check_plan(c, fi, fj, rest, comp, kind, plan, offsets, perm=None):
         elif mode == kernels.RUN_STRIDE:
             np.testing.assert_array_equal(fi[ks], i0 + np.arange(n))
             np.testing.assert_array_equal(fj[ks], fi[ks] + d)
-        if mode != kernels.GATHER:
+        if mode == kernels.GATHER_SOFT:                    # compliant sticks only
+            assert (comp[ks] != 0).all() and (kind[ks] != ROPE).all()
+        if mode in (kernels.RUN_STRIDE, kernels.RUN_PAIRS):
             assert n <= kernels.CHUNK
             assert (comp[ks] == 0).all()                   # runs are rigid links only
             assert ((kind[ks] == ROPE) == bool(rope)).all()
@@ -88,7 +92,8 @@ def test_plan_covers_every_link_once_with_valid_runs():
     fi, fj, rest, comp, kind, plan, offsets = c._flat_batches()
     _check_plan(c, fi, fj, rest, comp, kind, plan, offsets)
     modes = set(plan[:, 0].tolist())
-    assert modes == {kernels.GATHER, kernels.RUN_STRIDE, kernels.RUN_PAIRS}
+    assert modes == {kernels.GATHER, kernels.RUN_STRIDE, kernels.RUN_PAIRS,
+                     kernels.GATHER_SOFT}
 
 
 @pytest.mark.parametrize("rows, cols", [(17, 22), (6, 8), (3, 2)])
@@ -131,8 +136,9 @@ def test_frame_plan_runs_over_the_grid_layout():
     assert (pairs[:, 3] >= cloth).all()             # only the rope's links pair up
     flat = c._flat_batches()[5]
     assert (plan[:, 0] == kernels.RUN_STRIDE).sum() > 0
-    assert plan[plan[:, 0] != kernels.GATHER, 2].sum() >= flat[flat[:, 0] != kernels.GATHER,
-                                                               2].sum()
+    runs = (kernels.RUN_STRIDE, kernels.RUN_PAIRS)
+    assert (plan[np.isin(plan[:, 0], runs), 2].sum()
+            >= flat[np.isin(flat[:, 0], runs), 2].sum())
     # Cached per float type and size, and dropped when the links change.
     assert c.frame_batches(np.float64, w.n)[5] is plan
     c.remove(np.arange(len(c)) < 3)
@@ -169,7 +175,7 @@ def test_serial_sweep_matches_the_numpy_reference_bit_for_bit(dtype):
     x0 = (p.x + rng.normal(0.0, 0.02, p.x.shape)).astype(dtype)
     fi, fj, rest, comp, kind, plan, offsets = c._flat_batches(x0.dtype)
     assert set(plan[:, 0].tolist()) == {kernels.GATHER, kernels.RUN_STRIDE,
-                                        kernels.RUN_PAIRS}
+                                        kernels.RUN_PAIRS, kernels.GATHER_SOFT}
     h = 1 / 600
     ref, got = x0.copy(), x0.copy()
     lam_ref = np.zeros(len(c), dtype)

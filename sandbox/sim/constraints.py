@@ -139,7 +139,8 @@ class Constraints:
         2 with ``j = i + 1``. ``plan`` has a row per chunk ``(mode, k0, n, i0, d,
         rope)``: ``n`` flat links from ``k0``, a run from particle ``i0`` at distance
         ``d`` (``kernels.RUN_STRIDE`` / ``RUN_PAIRS``, rigid links only, at most
-        ``kernels.CHUNK``) or ``kernels.GATHER``, read through the index arrays.
+        ``kernels.CHUNK``) or ``kernels.GATHER`` (``GATHER_SOFT``: compliant sticks
+        only), read through the index arrays.
         ``offsets`` bound each batch's rows of ``plan``.
         """
         key = np.dtype(dtype).str
@@ -239,14 +240,20 @@ class Constraints:
         # Merge neighbouring gather rows of a batch, about GATHER_MAX links a row.
         if k0.size:
             head = np.ones(k0.size, bool)
-            head[1:] = ~(~is_run[1:] & ~is_run[:-1] & (batch[k0[1:]] == batch[k0[:-1]]))
+            # Rows hold one class of link (compliant or not, stick or rope): a row of
+            # compliant sticks takes its own loop (``kernels.GATHER_SOFT``).
+            cls = soft[k0] * 2 + kind[k0]
+            head[1:] = ~(~is_run[1:] & ~is_run[:-1] & (batch[k0[1:]] == batch[k0[:-1]])
+                         & (cls[1:] == cls[:-1]))
             before = np.cumsum(n) - n                   # links before each row
             group_start = before[head][np.cumsum(head) - 1]
             piece = (before - group_start) // GATHER_MAX
             head[1:] |= piece[1:] != piece[:-1]
             rows = np.flatnonzero(head)
             k0, n, is_run = k0[rows], np.add.reduceat(n, rows), is_run[rows]
-        mode = np.where(~is_run, kernels.GATHER,
+        gather = np.where((soft[k0] == 1) & (kind[k0] == STICK), kernels.GATHER_SOFT,
+                          kernels.GATHER)
+        mode = np.where(~is_run, gather,
                         np.where(d[k0] == 1, kernels.RUN_PAIRS, kernels.RUN_STRIDE))
         plan = np.stack([mode, k0, n, lo[k0], d[k0], (kind[k0] == ROPE).astype(np.int64)],
                         axis=1).astype(np.int64) if m else np.zeros((0, 6), np.int64)

@@ -79,7 +79,8 @@ if TYPE_CHECKING:
 if INSTALLED:
     from ..kernels import _project_batches
     from ..kernels import add_scaled_difference as _add_scaled_difference
-    from ..kernels import sweep_serial as _sweep_serial
+    from ..kernels import link_factors as _link_factors
+    from ..kernels import sweep_factored as _sweep_factored
     from ..kernels import verlet_step as _verlet_step
 
 
@@ -1704,9 +1705,10 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
     ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
     ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
-    (``links``: ``kernels.sweep_serial``, one thread, the same bits as the parallel
-    sweep) and the contacts' ``project``; ``v += (x - x_prev) c1``
-    (``add_scaled_difference``); ``finish`` (position based, ``sweeps``).
+    (``links``: ``kernels.sweep_factored`` with the frame's ``link_factors``, one
+    thread, the same bits as the parallel sweep) and the contacts' ``project``;
+    ``v += (x - x_prev) c1`` (``add_scaled_difference``); ``finish`` (position based,
+    ``sweeps``).
 
     Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
     swaps the two) and the Verlet list as it stands: ``valid, pi, pj, pa, pb,
@@ -1719,6 +1721,9 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     steps = rc.size
     z = np.zeros(0, np.int64)
     zr = np.zeros(0, r.dtype)
+    den = np.empty(ci.size, rest.dtype)          # the links' factors, fixed this frame
+    even = np.empty(ci.size, np.bool_)
+    _link_factors(w, ci, cj, compliance, inv_h2, den, even)
     for s in range(steps):
         for k in range(n):
             v_old[k, 0] = v[k, 0]
@@ -1752,7 +1757,8 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
             lam[:] = 0
         for _ in range(iterations):
             if links:
-                _sweep_serial(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam)
+                _sweep_factored(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam,
+                                den, even)
             if have:
                 project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
                         nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
@@ -1776,7 +1782,7 @@ def launch_threads() -> None:
     disk cache into a process where no parallel kernel had run yet, the threading
     layer's entry points it called were unresolved and the call jumped to address 0
     (a segfault on the second run, the first that loads the cache). ``frame`` now
-    sweeps its links with ``kernels.sweep_serial`` and calls no parallel kernel; this
+    sweeps its links with ``kernels.sweep_factored`` and calls no parallel kernel; this
     stays harmless for the callers that still make it."""
     if not _threads:
         z = np.zeros(0, np.int64)
