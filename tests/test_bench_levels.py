@@ -84,6 +84,9 @@ def _old_recipes():
             out[f"cloth{n}{'_shear' if shear else ''}_f32"] = _old_cloth(n, shear, "float32")
     for s, i in ((1, 20), (5, 4)):
         out[f"cloth100_shear_{s}x{i}"] = _old_cloth(100, True, substeps=s, iterations=i)
+    for dtype, tail in (("float64", ""), ("float32", "_f32")):     # added in issue 13
+        out[f"cloth200_shear_1x20{tail}"] = _old_cloth(200, True, dtype, substeps=1,
+                                                       iterations=20)
     out["rope1000"] = (dict(substeps=20, iterations=1),
                        [("rope", dict(start=(-5.0, 3.0), end=(5.0, 3.0), segments=1000,
                                       mass=0.01, pin="start", kind="rope"))], None, ())
@@ -182,7 +185,7 @@ def test_the_bench_table_keeps_its_settings():
                                   "nbody100_vv", "nbody1000_rk4", "pile2000")] == [
         30, 15, 8, 30, 60, 5, 8]
     assert [n for n, s in t.items() if not s.quick] == [
-        "cloth100_f32", "cloth100_shear_f32", "cloth200_f32"]
+        "cloth100_f32", "cloth100_shear_f32", "cloth200_f32", "cloth200_shear_1x20"]
     assert [n for n, s in t.items() if s.twin] == [
         "cloth50", "cloth50_shear", "cloth100", "cloth100_shear", "cloth200",
         "cloth200_shear", "rope1000", "soft_blob", "pile2000"]
