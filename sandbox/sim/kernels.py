@@ -82,6 +82,8 @@ if INSTALLED:
     def _same_w(wi, wj):  # pragma: no cover - compiled
         """The inverse mass shared by every particle of ``wi`` and ``wj`` when there is
         one and it is positive (the run takes the even split), else 0."""
+        if wi.size == 0:
+            return wi.dtype.type(0.0)
         w0 = wi[0]
         same = w0 > 0
         for t in range(wi.size):
