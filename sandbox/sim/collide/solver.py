@@ -904,7 +904,7 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
              depth_s, spent_s, stuck_s, v0, acc, h, v_th, e_def, vhit_s, tau_s)
     else:
         # No shape contacts (a scene of walls alone, every substep): shared empty
-        # arrays instead of seventeen allocations, ~1 us a substep of the soft blob.
+        # arrays, two allocations instead of thirteen (~0.5 us a substep of the blob).
         out_p = cp[:0]
         out_g = out_p
         gap_o = gap[:0]
