@@ -378,8 +378,8 @@ def test_a_world_steps_its_particles_in_place():
 
 @needs_numba
 def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
-    """``_stride_planar_even`` runs only where every particle at both ends of the run has
-    the same positive inverse mass (bit for bit the same numbers then)."""
+    """The even kernels run only where every particle at both ends of the run (stride
+    or pairs) has the same positive inverse mass (bit for bit the same numbers then)."""
     W = np.full(12, 2.0)
     W[9] = 0.0                      # pinned
     W[11] = 3.0                     # heavier
@@ -387,10 +387,12 @@ def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
     plan = np.array([[S, 0, 3, 0, 4, 0],        # 0..2 with 4..6: all 2.0
                      [S, 3, 2, 6, 3, 0],        # 6..7 with 9..10: a pin
                      [S, 5, 1, 3, 8, 0],        # 3 with 11: 2.0 and 3.0
-                     [P, 6, 1, 0, 1, 0]], np.int64)
-    out = np.full(4, -1.0)
+                     [P, 6, 1, 0, 1, 0],        # 0, 1: all 2.0
+                     [P, 7, 2, 8, 1, 0],        # 8..11: a pin and 3.0
+                     [kernels.GATHER, 9, 1, 0, 1, 0]], np.int64)
+    out = np.full(6, -1.0)
     kernels._uniform_runs(W, plan, out)
-    np.testing.assert_array_equal(out, [2.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(out, [2.0, 0.0, 0.0, 2.0, 0.0, 0.0])
     # Against the definition, on runs over slots whose values change and change back
     # (2, 2, 3, 2), pins and NaNs.
     rng = np.random.default_rng(4)
@@ -400,11 +402,13 @@ def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
         for _ in range(6):
             m, d = int(rng.integers(1, 8)), int(rng.integers(1, 12))
             rows.append([S, 0, m, int(rng.integers(0, 40 - m - d + 1)), d, 0])
+            rows.append([P, 0, m, int(rng.integers(0, 40 - 2 * m + 1)), 1, 0])
         plan = np.array(rows, np.int64)
         out = np.full(len(rows), -1.0)
         kernels._uniform_runs(W, plan, out)
-        for r, (_, _, m, i0, d, _) in enumerate(rows):
-            ends = np.r_[W[i0:i0 + m], W[i0 + d:i0 + d + m]]
+        for r, (mode, _, m, i0, d, _) in enumerate(rows):
+            ends = (W[i0:i0 + 2 * m] if mode == P else
+                    np.r_[W[i0:i0 + m], W[i0 + d:i0 + d + m]])
             want = ends[0] if ends[0] > 0 and (ends == ends[0]).all() else 0.0
             assert out[r] == want
 

@@ -275,8 +275,10 @@ if INSTALLED:
 
     @njit(cache=True, fastmath=False, error_model="numpy")
     def _uniform_runs(W, plan, out):  # pragma: no cover - compiled
-        """``out[c]``: the inverse mass of every particle of ``RUN_STRIDE`` row ``c`` of
-        ``plan`` when they all have the same one and it is positive, else 0.
+        """``out[c]``: the inverse mass of every particle of run ``c`` of ``plan``
+        (``RUN_STRIDE`` or ``RUN_PAIRS``) when they all have the same one and it is
+        positive, else 0 (gathered rows: 0). Once a frame: the runs that are 1 take
+        the even split without looking at the masses again.
 
         One pass counts the changes of ``W`` from slot to slot; a run of slots holds
         one value when the count does not move over it. Testing each run's slots
@@ -292,26 +294,34 @@ if INSTALLED:
             changes[k] = count
         for c in range(plan.shape[0]):
             out[c] = 0
-            if plan[c, 0] != RUN_STRIDE:
+            mode, m, i0 = plan[c, 0], plan[c, 2], plan[c, 3]
+            if mode != RUN_STRIDE and mode != RUN_PAIRS:
                 continue
-            m, i0 = plan[c, 2], plan[c, 3]
-            j0 = i0 + plan[c, 4]
             w0 = W[i0]
-            if (w0 > 0 and W[j0] == w0 and changes[i0 + m - 1] == changes[i0]
+            if not w0 > 0:
+                continue
+            if mode == RUN_PAIRS:           # slots i0 .. i0 + 2m, side by side
+                if changes[i0 + 2 * m - 1] == changes[i0]:
+                    out[c] = w0
+                continue
+            j0 = i0 + plan[c, 4]
+            if (W[j0] == w0 and changes[i0 + m - 1] == changes[i0]
                     and changes[j0 + m - 1] == changes[j0]):
                 out[c] = w0
 
     @njit(cache=True, fastmath=False, error_model="numpy")
-    def _pairs_planar(X, Y, W, rest, i0, k0, n, taut):  # pragma: no cover - compiled
+    def _pairs_planar(X, Y, W, rest, i0, k0, n, taut,
+                      even):  # pragma: no cover - compiled
         """``_run_pairs`` on planar positions: links ``k0 + t`` between slots
-        ``i0 + 2t`` and ``i0 + 2t + 1`` (views made here, as in ``_stride_planar``)."""
+        ``i0 + 2t`` and ``i0 + 2t + 1`` (views made here, as in ``_stride_planar``);
+        ``even``: all of them have one positive inverse mass (``_uniform_runs``)."""
         q = X[i0:i0 + 2 * n]
         r = Y[i0:i0 + 2 * n]
         ww = W[i0:i0 + 2 * n]
         rs = rest[k0:k0 + n]
         f = rest.dtype.type
         half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
-        if _same_w(ww, ww) > 0:
+        if even:
             for t in range(n):
                 dx = q[2 * t + 1] - q[2 * t]
                 dy = r[2 * t + 1] - r[2 * t]
@@ -376,7 +386,7 @@ if INSTALLED:
         mode, k0, n, i0, d = plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3], plan[c, 4]
         taut = plan[c, 5] == 0
         if mode == RUN_PAIRS:
-            _pairs_planar(X, Y, w, rest, i0, k0, n, taut)
+            _pairs_planar(X, Y, w, rest, i0, k0, n, taut, uniform[c] > 0)
         elif mode == RUN_STRIDE:
             if uniform[c] > 0:
                 _stride_planar_even(X, Y, rest, i0, i0 + d, k0, n, taut)
@@ -440,8 +450,8 @@ if INSTALLED:
             AX[q] = a[k, 0]
             AY[q] = a[k, 1]
             W[q] = w[k]
-        # Runs whose particles share one inverse mass (fixed within a frame) skip
-        # reading them (``_stride_planar_even``).
+        # Runs whose particles share one inverse mass (fixed within a frame) take the
+        # even split without reading them (``_stride_planar_even``, ``_pairs_planar``).
         uniform = np.empty(plan.shape[0], W.dtype)
         _uniform_runs(W, plan, uniform)
         zero = c1 - c1
