@@ -194,6 +194,48 @@ def test_serial_sweep_matches_the_numpy_reference_bit_for_bit(dtype):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dtype):
+    """``kernels._gather_soft`` takes a row of compliant sticks in blocks of
+    ``soft_scratch``'s width, each in three passes (gather, vector projection,
+    scatter). On rows several blocks long, with coincident ends (skipped), pinned ends
+    and one row holding a compliance too small for ``1 / h**2`` (``alpha~`` 0: the
+    row falls back to the general loop), positions and multipliers are the numpy
+    reference's, bit for bit."""
+    w = World(WorldConfig(dtype=dtype))
+    B.build_soft_blob(w, (0.0, 0.0), cols=40, rows=40, spacing=0.05, compliance=1e-6)
+    c, p = w.constraints, w.particles
+    c.compliance[7] = 5e-324        # times 1 / h**2 below: 0 in both float types
+    rng = np.random.default_rng(11)
+    x0 = (p.x + rng.normal(0.0, 0.01, p.x.shape)).astype(dtype)
+    x0[1] = x0[0]                   # the link 0-1 has no length: moves nothing
+    p.inv_mass[[5, 300, 1234]] = 0.0
+    fi, fj, rest, comp, kind, plan, offsets = c._flat_batches(x0.dtype)
+    block = kernels.soft_scratch(x0).shape[1]
+    soft_rows = plan[plan[:, 0] == kernels.GATHER_SOFT]
+    assert soft_rows[:, 2].max() > 2 * block           # rows of several blocks
+    where = {(min(a, b), max(a, b)): k for k, (a, b) in
+             enumerate(zip(c.i.tolist(), c.j.tolist(), strict=True))}
+    flat = np.array([where[a, b] for a, b in zip(fi.tolist(), fj.tolist(), strict=True)])
+    assert any(r[1] <= np.flatnonzero(flat == 7)[0] < r[1] + r[2] for r in soft_rows)
+    h = 20.0
+    inv_h2 = x0.dtype.type(1.0 / (h * h))
+    assert comp[flat == 7][0] * inv_h2 == 0                 # the fallback is taken
+    ref, got = x0.copy(), x0.copy()
+    lam_ref = np.zeros(len(c), dtype)
+    lam_got = np.zeros(len(c), dtype)
+    for _ in range(3):
+        c.project_numpy(ref, p.inv_mass, h, lam_ref)
+        kernels.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan, inv_h2,
+                             lam_got)
+    assert np.isfinite(got).all() and not np.array_equal(got, x0)
+    np.testing.assert_array_equal(got, ref)
+    soft = comp * inv_h2 != 0       # rigid links' multipliers are never read
+    assert soft.sum() == len(c) - 1
+    np.testing.assert_array_equal(lam_got[soft], lam_ref[flat][soft])
+
+
+@needs_numba
 def test_float32_world_runs_in_float32_and_tracks_float64():
     ref = _run(_scene("auto", substeps=8, iterations=1), frames=30)
     got = _run(_scene("auto", dtype="float32", substeps=8, iterations=1), frames=30)

@@ -80,6 +80,7 @@ if INSTALLED:
     from ..kernels import _project_batches
     from ..kernels import add_scaled_difference as _add_scaled_difference
     from ..kernels import link_factors as _link_factors
+    from ..kernels import soft_scratch as _soft_scratch
     from ..kernels import sweep_factored as _sweep_factored
     from ..kernels import verlet_step as _verlet_step
 
@@ -1724,6 +1725,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     den = np.empty(ci.size, rest.dtype)          # the links' factors, fixed this frame
     even = np.empty(ci.size, np.bool_)
     _link_factors(w, ci, cj, compliance, inv_h2, den, even)
+    buf = _soft_scratch(X)
     for s in range(steps):
         for k in range(n):
             v_old[k, 0] = v[k, 0]
@@ -1758,7 +1760,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         for _ in range(iterations):
             if links:
                 _sweep_factored(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam,
-                                den, even)
+                                den, even, buf)
             if have:
                 project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
                         nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
