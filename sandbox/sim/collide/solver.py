@@ -814,15 +814,45 @@ def _share(count_a, count_b):  # pragma: no cover - compiled
 
 
 @jit
+def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
+    """The arrays :func:`begin_into` fills, sized for any substep of a frame of
+    ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes) and
+    the contacts' (that room plus one a particle and wall, plus one for the walls'
+    branch-free store). Allocated once a frame: thirty allocations a substep were a
+    third of the soft blob's contact stages."""
+    n = x1.shape[0]
+    cap = max(4 * n, 64) if nshapes else 0
+    C = cap + n * nwalls + 1
+    return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap),
+            np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
+            np.empty(C, np.int64), np.empty(C), np.empty(C), np.empty(C, np.bool_),
+            np.empty(C, np.bool_), np.empty((C, 2)), np.empty(C), np.empty(C),
+            np.empty(C), np.empty(C), np.empty(C))
+
+
+@jit
 def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
           bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
           skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
           v_th):  # pragma: no cover
+    """:func:`begin_into` in arrays of its own (the substep path)."""
+    return begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm,
+                      pedge, bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def,
+                      mu_def, eps, skin_min, touch_min, margin, brute_pairs, max_cells,
+                      v0, acc, h, v_th, begin_space(x1, nshapes, nwalls))
+
+
+@jit
+def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
+               bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
+               skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
+               v_th, space):  # pragma: no cover
     """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
     from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
     ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
     start-gap filter, ``Contacts.sweep`` (moves ``x1``, adds to ``dx``) and the walls
-    (table rows ``nshapes ..``).
+    (table rows ``nshapes ..``), in the arrays of ``space`` (:func:`begin_space`; a
+    broad phase that outgrows them gets new ones).
 
     ``v0`` (no rows: none), ``acc``, ``h``, ``v_th``: bounces at the time of impact
     (``Colliders.begin``'s ``v0``).
@@ -830,7 +860,8 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     Returns ``cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
     touch``: the contacts' particles and table rows in the reference's group order
     (shape type by shape type, each in ``(particle, shape)`` order, then the walls),
-    their materials, segment sides, and what the sweep did to them (``_toi``).
+    their materials, segment sides, and what the sweep did to them (``_toi``); views
+    of ``space``'s arrays, valid until the next call with it.
     """
     n = x1.shape[0]
     # _tolerances(x1)
@@ -843,8 +874,8 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
     s100 = 100.0 * skin
     touch = s100 if s100 > touch_min else touch_min
     marg = _as(x1, margin)
-    cell_f = _as(x1, cell)
-    disp = np.empty(n if nshapes else 0, x1.dtype)
+    (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
+     mu) = space
     movable = 0
     for q in range(n if nshapes else 0):     # without shapes only walls need it
         ddx = x1[q, 0] - x0[q, 0]
@@ -852,21 +883,36 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
         disp[q] = math.sqrt(ddx * ddx + ddy * ddy)
         if w[q] > 0:
             movable += 1
-    brute = movable * nshapes <= brute_pairs
-    cap = max(4 * n, 64) if nshapes else 0  # no regrowing in the loop (module docstring)
-    while True:
-        cp = np.empty(cap, np.int64)
-        cg = np.empty(cap, np.int64)
-        gap = np.empty(cap)
-        m = 0
-        if nshapes:
+    m = 0
+    if nshapes:
+        brute = movable * nshapes <= brute_pairs
+        cap = cp.size       # no regrowing in the loop (module docstring)
+        while True:
             m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts,
-                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell_f,
+                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, _as(x1, cell),
                              origin, dims, brute, max_cells, _as(x1, 0.5), _as(x1, 1.5),
-                             _as(x1, margin), cp, cg, gap)
-        if m >= 0:
-            break
-        cap *= 4
+                             marg, cp, cg, gap)
+            if m >= 0:
+                break
+            cap *= 4
+            cp = np.empty(cap, np.int64)
+            cg = np.empty(cap, np.int64)
+            gap = np.empty(cap)
+    nq = n if nwalls else 0
+    if m + nq * nwalls + 1 > c_p.size:      # outgrown: arrays of this call's own
+        C = m + nq * nwalls + 1
+        c_p = np.empty(C, np.int64)
+        c_g = np.empty(C, np.int64)
+        ref = np.empty(C)
+        depth = np.empty(C)
+        touched = np.empty(C, np.bool_)
+        stuck = np.empty(C, np.bool_)
+        nrm = np.empty((C, 2))
+        spent = np.empty(C)
+        vhit = np.empty(C)
+        tau = np.empty(C)
+        e = np.empty(C)
+        mu = np.empty(C)
     if m:
         # Shape type by shape type (a stable counting sort): the reference's groups.
         start = np.zeros(WALL + 1, np.int64)
@@ -879,59 +925,41 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
             kd = kinds[cg[c]]
             order[start[kd]] = c
             start[kd] += 1
-        out_p = np.empty(m, np.int64)
-        out_g = np.empty(m, np.int64)
         gap_o = np.empty(m)
         for k in range(m):
-            out_p[k] = cp[order[k]]
-            out_g[k] = cg[order[k]]
+            c_p[k] = cp[order[k]]
+            c_g[k] = cg[order[k]]
             gap_o[k] = gap[order[k]]
-        ref_s = np.zeros(m)
         for c in range(m):
-            g = out_g[c]
+            g = c_g[c]
+            ref[c] = 0.0
             if kinds[g] == SEGMENT:
-                q = out_p[c]
-                ref_s[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
-                                 geo[g, 3])
-        touched_s = np.zeros(m, np.bool_)
-        stuck_s = np.zeros(m, np.bool_)
-        depth_s = np.zeros(m)
-        spent_s = np.zeros(m)
-        nrm_s = np.zeros((m, 2))
-        vhit_s = np.zeros(m)
-        tau_s = np.zeros(m)
-        _toi(x0, x1, r, dx, skin, touch, out_p, out_g, gap_o, ref_s, m, mu_def, kinds,
-             rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched_s, nrm_s,
-             depth_s, spent_s, stuck_s, v0, acc, h, v_th, e_def, vhit_s, tau_s)
-    else:
-        # No shape contacts (a scene of walls alone, every substep): shared empty
-        # arrays, two allocations instead of thirteen (~0.5 us a substep of the blob).
-        out_p = cp[:0]
-        out_g = out_p
-        gap_o = gap[:0]
-        ref_s = gap_o
-        depth_s = gap_o
-        spent_s = gap_o
-        vhit_s = gap_o
-        tau_s = gap_o
-        touched_s = np.zeros(0, np.bool_)
-        stuck_s = touched_s
-        nrm_s = np.zeros((0, 2))
+                q = c_p[c]
+                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
+                               geo[g, 3])
+            touched[c] = False
+            stuck[c] = False
+            depth[c] = 0.0
+            spent[c] = 0.0
+            nrm[c, 0] = 0.0
+            nrm[c, 1] = 0.0
+            vhit[c] = 0.0
+            tau[c] = 0.0
+        _toi(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o, ref[:m], m, mu_def,
+             kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched[:m],
+             nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th, e_def, vhit[:m],
+             tau[:m])
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
-    # limit first, then the walls particle by particle, the hits in (particle, wall)
-    # order: the four walls of ``bounds`` written out, any other number without a
+    # limit, then the walls, the hits in (particle, wall) order after the shapes'
+    # contacts: the four walls of ``bounds`` written out, any other number without a
     # branch (every pair stored, the count moving on a hit only).
-    nq = n if nwalls else 0
-    wt = np.empty((nwalls, 3))              # the walls' rows, a table of their own
-    for k in range(nwalls):
-        for c in range(3):
-            wt[k, c] = geo[nshapes + k, c]
     # hit = dw < lo or dw < hi. With shapes: lo = r + disp + margin (hi never). Without,
     # disp is not computed: lo = r + margin, and hi = r + |path| + margin, the exact
     # test; it is at most r + 2 (|dx| + |dy|) + margin, below which the reference
     # needs it, so "dw < hi" decides alike. Stored in float64: exactly as computed;
     # one limit, the larger (a NaN path keeps lo, as "dw < hi" is then false).
-    lim_q = np.empty(nq)
+    nw = 0
+    W0 = nshapes
     for q in range(nq):
         rq = r[q]
         if nshapes:
@@ -943,76 +971,46 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
             ddy = x1[q, 1] - x0[q, 1]
             hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
         top = hi if hi > lo else lo
-        lim_q[q] = top if w[q] > 0 else -np.inf
-    wq = np.empty(nq * nwalls + 1, np.int64)
-    wg = np.empty(nq * nwalls + 1, np.int64)
-    nw = 0
-    if nwalls == 4:
-        # The four sides of ``bounds``: one test per particle whether it is near any
-        # of them, written out (256 particles: 1.1 us against 3.2 through the loop).
-        a0, b0, c0 = wt[0, 0], wt[0, 1], wt[0, 2]
-        a1, b1, c1 = wt[1, 0], wt[1, 1], wt[1, 2]
-        a2, b2, c2 = wt[2, 0], wt[2, 1], wt[2, 2]
-        a3, b3, c3 = wt[3, 0], wt[3, 1], wt[3, 2]
-        for q in range(nq):
-            xq = x1[q, 0]
-            yq = x1[q, 1]
-            lq = lim_q[q]
-            h0 = ((a0 * xq + b0 * yq) - c0) < lq
-            h1 = ((a1 * xq + b1 * yq) - c1) < lq
-            h2 = ((a2 * xq + b2 * yq) - c2) < lq
-            h3 = ((a3 * xq + b3 * yq) - c3) < lq
+        lq = np.float64(top) if w[q] > 0 else -np.inf
+        xq = x1[q, 0]
+        yq = x1[q, 1]
+        if nwalls == 4:
+            # The four sides of ``bounds``: one test per particle whether it is near
+            # any of them, written out (256 particles: 1.1 us against 3.2 in a loop).
+            h0 = ((geo[W0, 0] * xq + geo[W0, 1] * yq) - geo[W0, 2]) < lq
+            h1 = ((geo[W0 + 1, 0] * xq + geo[W0 + 1, 1] * yq) - geo[W0 + 1, 2]) < lq
+            h2 = ((geo[W0 + 2, 0] * xq + geo[W0 + 2, 1] * yq) - geo[W0 + 2, 2]) < lq
+            h3 = ((geo[W0 + 3, 0] * xq + geo[W0 + 3, 1] * yq) - geo[W0 + 3, 2]) < lq
             if h0 | h1 | h2 | h3:
                 for k in range(4):
                     if (h0, h1, h2, h3)[k]:
-                        wq[nw] = q
-                        wg[nw] = nshapes + k
+                        c_p[m + nw] = q
+                        c_g[m + nw] = W0 + k
                         nw += 1
-    else:
-        for q in range(nq):
-            xq = x1[q, 0]
-            yq = x1[q, 1]
-            lq = lim_q[q]
+        else:
             for k in range(nwalls):
-                dw = (wt[k, 0] * xq + wt[k, 1] * yq) - wt[k, 2]
-                wq[nw] = q
-                wg[nw] = nshapes + k
+                dw = (geo[W0 + k, 0] * xq + geo[W0 + k, 1] * yq) - geo[W0 + k, 2]
+                c_p[m + nw] = q
+                c_g[m + nw] = W0 + k
                 nw += dw < lq
     C = m + nw
-    if nw:
-        c_p = np.empty(C, np.int64)
-        c_g = np.empty(C, np.int64)
-        c_p[:m] = out_p
-        c_g[:m] = out_g
-        c_p[m:] = wq[:nw]
-        c_g[m:] = wg[:nw]
-        ref = np.zeros(C)
-        ref[:m] = ref_s
-        touched = np.zeros(C, np.bool_)
-        touched[:m] = touched_s
-        stuck = np.zeros(C, np.bool_)
-        stuck[:m] = stuck_s
-        depth = np.zeros(C)
-        depth[:m] = depth_s
-        spent = np.zeros(C)
-        spent[:m] = spent_s
-        nrm = np.zeros((C, 2))
-        nrm[:m] = nrm_s
-        vhit = np.zeros(C)
-        vhit[:m] = vhit_s
-        tau = np.zeros(C)
-        tau[:m] = tau_s
-    else:
-        c_p, c_g, ref, touched, stuck = out_p, out_g, ref_s, touched_s, stuck_s
-        depth, spent, nrm, vhit, tau = depth_s, spent_s, nrm_s, vhit_s, tau_s
+    for c in range(m, C):
+        ref[c] = 0.0
+        touched[c] = False
+        stuck[c] = False
+        depth[c] = 0.0
+        spent[c] = 0.0
+        nrm[c, 0] = 0.0
+        nrm[c, 1] = 0.0
+        vhit[c] = 0.0
+        tau[c] = 0.0
     # Materials (NaN: the world's).
-    e = np.empty(C)
-    mu = np.empty(C)
     for c in range(C):
         g = c_g[c]
         e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
         mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
-    return c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin, touch
+    return (c_p[:C], c_g[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C], depth[:C],
+            spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
 
 
 @jit
@@ -1498,14 +1496,29 @@ def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny
     active ones, packed in ``pairs``); returns the largest change."""
     change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
                           e, mu, used, lift)
-    (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, scratch,
-     live, count, da, db) = pairs
+    (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, s0, s1,
+     s2, s3, s4, s5, live, count, da, db) = pairs
     if ai.size:
         change = max(change, _pair_sweep(
             v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref,
-            aused, pe, pmu, nodes, scratch[0], scratch[1], scratch[2], scratch[3],
-            scratch[4], scratch[5], live, count, da, db))
+            aused, pe, pmu, nodes, s0, s1, s2, s3, s4, s5, live, count, da, db))
     return change
+
+
+@jit
+def finish_space(x, C, P, M):  # pragma: no cover - compiled
+    """The arrays :func:`finish_into` works in, for up to ``C`` contacts, ``P``
+    particle pairs and ``M`` pair nodes with ``x``'s particles; ``seen`` (the fourth
+    from the end) starts all False and is left so."""
+    n = x.shape[0]
+    return (np.empty(C, np.bool_), np.empty(C), np.empty(C), np.empty(P, np.int64),
+            np.empty(P, np.int64), np.empty(P, np.int64), np.empty(P, np.int64),
+            np.empty(P, x.dtype), np.empty(P, x.dtype), np.empty(P, x.dtype),
+            np.empty(P, x.dtype), np.empty(P, np.bool_), np.empty(C + 2 * P, np.int64),
+            np.empty_like(x), np.empty((n, 2)), np.empty((n, 2)), np.empty(n, np.bool_),
+            np.empty(P), np.empty(C), np.empty((6, P)), np.empty(P, np.int64),
+            np.empty(M, np.int64), np.empty((M, 2)), np.empty((M, 2)), np.empty(C),
+            np.empty(P), np.zeros(n, np.bool_))
 
 
 @jit
@@ -1513,18 +1526,35 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
            sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
            pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
            pmu, ptouched, pstuck, a, at, vhit, tau):  # pragma: no cover - compiled
+    """:func:`finish_into` in arrays of its own (the substep path)."""
+    return finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h,
+                       v_th, touch, sweeps, cp, cg, e, mu, ref, touched, stuck, nrm,
+                       spent, kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm,
+                       bedge, pi, pj, pa, pb, nodes, reach, pe, pmu, ptouched, pstuck, a,
+                       at, vhit, tau, finish_space(x, cp.size, pi.size, nodes.size))
+
+
+@jit
+def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th,
+                touch, sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows,
+                geo, pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes,
+                reach, pe, pmu, ptouched, pstuck, a, at, vhit, tau,
+                space):  # pragma: no cover - compiled
     """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` when
     ``position_based``: the integrator's ``ContactFold.from_positions``; ``gain`` its
     ``ContactFold.gain``) on the contact rows; ``a`` the acceleration, ``at`` its
-    ``velocity_time``, ``vhit``, ``tau`` the sweep's bounces. Returns False when no
-    contact was active (nothing written)."""
-    n = x.shape[0]
+    ``velocity_time``, ``vhit``, ``tau`` the sweep's bounces; in the arrays of
+    ``space`` (:func:`finish_space`, room for at least these contacts, pairs and
+    nodes). Returns False when no contact was active (nothing written)."""
     touch_f = _as(x, touch)
     C = cp.size
     P = pi.size
-    cact = np.zeros(C, np.bool_)
-    cnx = np.empty(C)
-    cny = np.empty(C)
+    (sp_cact, sp_cnx, sp_cny, sp_ai, sp_aj, sp_aa, sp_ab, sp_anx, sp_any, sp_afi, sp_afj,
+     sp_astuck, sp_rows, v_pos, v_pre, v_imp, bounced, sp_aref, sp_lift, sp_scr, sp_live,
+     sp_count, sp_da, sp_db, sp_used, sp_aused, seen) = space
+    cact = sp_cact[:C]
+    cnx = sp_cnx[:C]
+    cny = sp_cny[:C]
     active = False
     for c in range(C):
         q = cp[c]
@@ -1541,15 +1571,15 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
             cact[c] = d < r[q] + touch_f and w[q] > 0
         active |= cact[c]
     # The pairs in contact, as a compact list with what every sweep reuses.
-    ai = np.empty(P, np.int64)
-    aj = np.empty(P, np.int64)
-    aa = np.empty(P, np.int64)
-    ab = np.empty(P, np.int64)
-    anx = np.empty(P, x.dtype)
-    any_ = np.empty(P, x.dtype)
-    afi = np.empty(P, x.dtype)
-    afj = np.empty(P, x.dtype)
-    astuck = np.empty(P, np.bool_)
+    ai = sp_ai[:P]
+    aj = sp_aj[:P]
+    aa = sp_aa[:P]
+    ab = sp_ab[:P]
+    anx = sp_anx[:P]
+    any_ = sp_any[:P]
+    afi = sp_afi[:P]
+    afj = sp_afj[:P]
+    astuck = sp_astuck[:P]
     na = 0
     for k in range(P):
         ii = np.uint64(pi[k])
@@ -1577,8 +1607,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
         return False
     # The particles in contact (pinned ends of pairs included: the sweeps read them);
     # only their rows of the velocity views are ever read, so only they are filled.
-    seen = np.zeros(n, np.bool_)
-    rowlist = np.empty(C + 2 * na, np.int64)
+    rowlist = sp_rows[:C + 2 * na]
     nr = 0
     for c in range(C):
         q = cp[c]
@@ -1594,13 +1623,10 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
                 nr += 1
     # The two views: v_pos (what the positions say) and v_pre (without dx).
     h_f = _as(x, h)
-    v_pos = np.empty_like(x)
-    v_pre = np.empty((n, 2))
-    v_imp = np.empty((n, 2))
-    bounced = np.empty(n, np.bool_)
     top = 0.0
     for t in range(nr):
         q = np.uint64(rowlist[t])
+        seen[q] = False         # all False again for the next call
         for k in range(2):
             if position_based:
                 v_pos[q, k] = (x[q, k] - x0[q, k]) / h_f
@@ -1615,7 +1641,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
             top = _max(top, abs(v_pre[q, 1]))
     tol = 1e-9 * (1.0 + top)
     # Each pair's pre-contact normal velocity: _may_bounce's test and _stop's reference.
-    aref = np.empty(na)
+    aref = sp_aref[:na]
     for s in range(na):
         ii = np.uint64(ai[s])
         jj = np.uint64(aj[s])
@@ -1634,7 +1660,8 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
     swept_bounce = False
     for c in range(C):
         swept_bounce |= vhit[c] < 0
-    lift = np.full(C if swept_bounce else 0, np.nan)     # none: no array to fill
+    lift = sp_lift[:C if swept_bounce else 0]           # none: nothing to fill
+    lift[:] = np.nan
     for c in range(C if swept_bounce else 0):
         if vhit[c] < 0:
             q = cp[c]
@@ -1646,16 +1673,19 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
                 bounce = True
                 break
     M = nodes.size
-    scratch = np.empty((6, na))
-    live = np.empty(na, np.int64)
-    count = np.zeros(M, np.int64)
-    da = np.empty((M, 2))
-    db = np.empty((M, 2))
-    used = np.zeros(C)
-    aused = np.zeros(na)
+    live = sp_live[:na]
+    count = sp_count[:M]
+    count[:] = 0
+    da = sp_da[:M]
+    db = sp_db[:M]
+    used = sp_used[:C]
+    used[:] = 0.0
+    aused = sp_aused[:na]
+    aused[:] = 0.0
     pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
-             afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, scratch, live, count,
-             da, db)
+             afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, sp_scr[0, :na],
+             sp_scr[1, :na], sp_scr[2, :na], sp_scr[3, :na], sp_scr[4, :na],
+             sp_scr[5, :na], live, count, da, db)
     for _ in range(max(sweeps, 4) if bounce else 0):
         if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
                            cny, e, mu, used, lift, pairs) <= tol:
@@ -1726,6 +1756,11 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     even = np.empty(ci.size, np.bool_)
     _link_factors(w, ci, cj, compliance, inv_h2, den, even)
     buf = _soft_scratch(X)
+    # The contact stages' arrays, once a frame (grown when a rebuilt list needs more).
+    bspace = begin_space(X, nshapes, nwalls)
+    fspace = finish_space(X, bspace[4].size, pi.size, nodes.size)
+    pdepths = np.zeros(pi.size)                 # the pairs' state, room for the list
+    pflags = np.zeros((2, pi.size), np.bool_)
     for s in range(steps):
         for k in range(n):
             v_old[k, 0] = v[k, 0]
@@ -1734,10 +1769,10 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         X, PX = PX, X
         dx[:] = 0.0
         (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-         touch) = begin(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
-                        pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
-                        dims, e_def, mu_def, eps, skin_min, touch_min, margin,
-                        brute_pairs, max_cells, v_old, a, h, v_th)
+         touch) = begin_into(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
+                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
+                             dims, e_def, mu_def, eps, skin_min, touch_min, margin,
+                             brute_pairs, max_cells, v_old, a, h, v_th, bspace)
         use = False
         if collide:
             if not (valid and max_moved2(X, x_ref) < (0.5 * pskin) ** 2):
@@ -1752,9 +1787,18 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
             qi, qj, qa, qb, qn, qr = z, z, z, z, z, zr
         have = cp.size > 0 or use
         P = qi.size
-        pdepth = np.zeros(P)
-        ptouched = np.zeros(P, np.bool_)
-        pstuck = np.zeros(P, np.bool_)
+        if (cp.size > fspace[0].size or P > fspace[3].size
+                or qn.size > fspace[21].size):
+            fspace = finish_space(X, max(cp.size, bspace[4].size), P, qn.size)
+        if P > pdepths.size:
+            pdepths = np.zeros(P)
+            pflags = np.zeros((2, P), np.bool_)
+        pdepth = pdepths[:P]
+        pdepth[:] = 0.0
+        ptouched = pflags[0, :P]
+        ptouched[:] = False
+        pstuck = pflags[1, :P]
+        pstuck[:] = False
         if zero_lam:
             lam[:] = 0
         for _ in range(iterations):
@@ -1768,10 +1812,11 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
                         pstuck)
         _add_scaled_difference(v, X, PX, c1s[s])
         if have:
-            finish(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch, sweeps, cp,
-                   cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
-                   pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa, qb, qn, qr,
-                   e_def, mu_def, ptouched, pstuck, a, at, vhit, tau)
+            finish_into(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch,
+                        sweeps, cp, cg, ce, cmu, ref, touched, stuck, nrm, spent, kinds,
+                        rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, qi, qj, qa,
+                        qb, qn, qr, e_def, mu_def, ptouched, pstuck, a, at, vhit, tau,
+                        fspace)
     return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
 
 
