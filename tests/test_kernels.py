@@ -236,6 +236,26 @@ def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dty
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_all_finite_is_the_states_is_finite(dtype):
+    """``kernels.all_finite`` (the world's check after every step) says what
+    ``State.is_finite`` says: False for a NaN or an infinity in any of the three
+    arrays, True for every finite number up to the type's largest."""
+    from sandbox.sim.particles import State
+
+    big = np.finfo(dtype).max
+    base = np.array([[0.0, -big], [big, 1e-30]], dtype)
+    s = State(base.copy(), base.copy(), base.copy(), np.zeros_like(base))
+    assert s.is_finite() and kernels.all_finite(s.x, s.v, s.x_prev)
+    for name in ("x", "v", "x_prev"):
+        for bad in (np.nan, np.inf, -np.inf):
+            t = State(base.copy(), base.copy(), base.copy(), np.zeros_like(base))
+            getattr(t, name)[1, 1] = bad
+            assert not t.is_finite()
+            assert not kernels.all_finite(t.x, t.v, t.x_prev), (name, bad)
+
+
+@needs_numba
 def test_float32_world_runs_in_float32_and_tracks_float64():
     ref = _run(_scene("auto", substeps=8, iterations=1), frames=30)
     got = _run(_scene("auto", dtype="float32", substeps=8, iterations=1), frames=30)

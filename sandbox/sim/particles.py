@@ -67,15 +67,14 @@ class State:
         gravity field) is shared, not copied: nobody can change it.
         """
         a = self.a if not self.a.flags.writeable else self.a.copy()
-        fits = into is not None and all(
-            getattr(into, k).shape == getattr(self, k).shape
-            and getattr(into, k).dtype == getattr(self, k).dtype
-            and getattr(into, k).flags.writeable for k in ("x", "v", "x_prev"))
-        if not fits:
-            return State(self.x.copy(), self.v.copy(), self.x_prev.copy(), a,
-                         self.h_prev, self.t, self.a_valid)
-        for k in ("x", "v", "x_prev"):
-            np.copyto(getattr(into, k), getattr(self, k))
+        x, v, xp = self.x, self.v, self.x_prev
+        if into is None or not (_fits(into.x, x) and _fits(into.v, v)
+                                and _fits(into.x_prev, xp)):
+            return State(x.copy(), v.copy(), xp.copy(), a, self.h_prev, self.t,
+                         self.a_valid)
+        np.copyto(into.x, x)
+        np.copyto(into.v, v)
+        np.copyto(into.x_prev, xp)
         into.a, into.h_prev, into.t, into.a_valid = a, self.h_prev, self.t, self.a_valid
         return into
 
@@ -153,6 +152,11 @@ class Particles(State):
         self.radius = np.concatenate([self.radius, np.broadcast_to(
             np.asarray(radius, self.x.dtype), (k,))])
         return np.arange(start, start + k)
+
+
+def _fits(buffer: np.ndarray, a: np.ndarray) -> bool:
+    """Whether ``a`` may be copied into ``buffer`` as it is (``State.copy``)."""
+    return buffer.shape == a.shape and buffer.dtype == a.dtype and buffer.flags.writeable
 
 
 def state_hash(*arrays: np.ndarray, scalars: tuple = ()) -> str:

@@ -323,7 +323,10 @@ class World:
             pass
         finally:
             self._uniform_checked = False      # outside a step every call checks
-        if not p.is_finite():
+        x, v, xp = p.x, p.v, p.x_prev
+        if not (kernels.all_finite(x, v, xp)
+                if (kernels.AVAILABLE and x.flags.c_contiguous and v.flags.c_contiguous
+                    and xp.flags.c_contiguous) else p.is_finite()):
             p.restore(backup[0])
             p.inv_mass[:] = backup[1]
             raise SimulationDiverged(p.t, self.integrator.name, h)
