@@ -293,9 +293,14 @@ class Colliders:
                 raise RuntimeError("colliders backend 'numba': numba is not installed")
             return False
         x = p.x
-        return (x.ndim == 2 and x.shape[1] == 2 and x.dtype.kind == "f"
-                and all(a.dtype == x.dtype and a.flags.c_contiguous
-                        for a in (x, x0, p.v, p.x_prev, p.inv_mass, p.radius)))
+        if not (x.ndim == 2 and x.shape[1] == 2 and x.dtype.kind == "f"):
+            return False
+        dt = x.dtype
+        # A plain loop (every frame asks; a generator in all() cost it 2 us).
+        for a in (x, x0, p.v, p.x_prev, p.inv_mass, p.radius):
+            if not (a.dtype == dt and a.flags.c_contiguous):
+                return False
+        return True
 
     def tables(self, bounds) -> _Table:
         """The shapes and the ``bounds`` walls as the compiled kernels take them (cached
@@ -386,7 +391,8 @@ class Colliders:
         dtype = x.dtype
         fixed = self._frame_args
         table = self._table[1] if self._table is not None else None
-        if fixed is None or not (fixed[0][0] == config and fixed[0][1] == x.shape
+        if fixed is None or not ((fixed[0][0] is config or fixed[0][0] == config)
+                                 and fixed[0][1] == x.shape
                                  and fixed[0][2] == dtype and fixed[0][3] is r
                                  and fixed[0][4] is exclude and fixed[0][5] is table):
             t = self.tables(config.bounds)
