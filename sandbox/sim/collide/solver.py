@@ -831,6 +831,22 @@ def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
 
 
 @jit
+def _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, lo,
+                hi):  # pragma: no cover - compiled
+    """Contacts ``lo .. hi`` of :func:`begin_into`'s rows as new: no side, not hit."""
+    for c in range(lo, hi):
+        ref[c] = 0.0
+        touched[c] = False
+        stuck[c] = False
+        depth[c] = 0.0
+        spent[c] = 0.0
+        nrm[c, 0] = 0.0
+        nrm[c, 1] = 0.0
+        vhit[c] = 0.0
+        tau[c] = 0.0
+
+
+@jit
 def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
           bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
           skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
@@ -930,21 +946,13 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
             c_p[k] = cp[order[k]]
             c_g[k] = cg[order[k]]
             gap_o[k] = gap[order[k]]
+        _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, 0, m)
         for c in range(m):
             g = c_g[c]
-            ref[c] = 0.0
             if kinds[g] == SEGMENT:
                 q = c_p[c]
                 ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
                                geo[g, 3])
-            touched[c] = False
-            stuck[c] = False
-            depth[c] = 0.0
-            spent[c] = 0.0
-            nrm[c, 0] = 0.0
-            nrm[c, 1] = 0.0
-            vhit[c] = 0.0
-            tau[c] = 0.0
         _toi(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o, ref[:m], m, mu_def,
              kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched[:m],
              nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th, e_def, vhit[:m],
@@ -994,16 +1002,7 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
                 c_g[m + nw] = W0 + k
                 nw += dw < lq
     C = m + nw
-    for c in range(m, C):
-        ref[c] = 0.0
-        touched[c] = False
-        stuck[c] = False
-        depth[c] = 0.0
-        spent[c] = 0.0
-        nrm[c, 0] = 0.0
-        nrm[c, 1] = 0.0
-        vhit[c] = 0.0
-        tau[c] = 0.0
+    _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
     # Materials (NaN: the world's).
     for c in range(C):
         g = c_g[c]
