@@ -167,6 +167,22 @@ def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
                      ("contacts", ("float64",))]
 
 
+@needs_numba
+def test_the_contact_warm_up_takes_the_hands_substep_path_too(monkeypatch):
+    """A grab runs the contact stages substep by substep (``solver.begin``,
+    ``project``, ``finish``), not in the whole compiled frame: the warm-up must load
+    those too, or the first grab in the window stops it while they load."""
+    from sandbox.sim.collide import solver
+
+    seen = []
+    for name in ("begin", "project", "finish"):
+        real = getattr(solver, name)
+        monkeypatch.setattr(solver, name,
+                            lambda *a, real=real, name=name: (seen.append(name), real(*a))[1])
+    warmup._contacts(("float64",))
+    assert {"begin", "project", "finish"} <= set(seen)
+
+
 def test_policy_one_thread_when_other_processes_hold_the_cores():
     class Meter:
         value = 0.0
