@@ -944,8 +944,8 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         last = time.perf_counter()
         # Everything alive now lives as long as the process (modules, numba's kernels
         # and types: ~130,000 objects): out of the collector's sight, or a full
-        # collection walks them all, a 70-75 ms frame every half minute in the
-        # playground. Again once the background warm-up has loaded the kernels.
+        # collection walks them all (54 ms after loading the playground; 72-76 ms
+        # frames seen while it ran). Again once the warm-up has loaded the kernels.
         gc.freeze()
         loaded = kernels is None or kernels.done
         while app.running:
