@@ -168,6 +168,21 @@ def _many_shapes(dtype="float64", integrator="tcv_corrected") -> World:
     return w
 
 
+def _crammed(dtype="float64", integrator="tcv_corrected") -> World:
+    """Sixteen balls crammed into a box narrower than one of them, on four small
+    circles: every ball near all four walls and all four circles (128 contacts), more
+    than the compiled begin's first room for their state (the broad phase's 64, plus
+    one wall a particle), which then grows."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=4, iterations=1,
+                          bounds=(0.0, 0.0, 0.15, 0.15), restitution=0.3, friction=0.5))
+    k = np.arange(16)
+    w.add_particles(np.stack([0.06 + 0.002 * k, 0.09 - 0.002 * (k % 4)], 1),
+                    v=0.1 * np.stack([np.cos(k), np.sin(k)], 1), radius=0.09)
+    for c in ((0.07, 0.07), (0.08, 0.07), (0.07, 0.08), (0.08, 0.08)):
+        w.add_shape("circle", center=c, radius=0.02)
+    return w
+
+
 # --------------------------------------------------------------------------- whole scenes
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -177,6 +192,40 @@ def test_pile_matches_the_reference_bit_for_bit(dtype):
     x, L = ref.particles.x, ref.colliders._pair_list
     touching = np.linalg.norm(x[L.j] - x[L.i], axis=1) < L.reach + 1e-6
     assert touching.sum() > 200                      # a pile, not a rain of balls
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_more_contacts_than_particles_match_the_reference(dtype):
+    """In ``_crammed`` the compiled begin grows its contact rows past their first
+    room and keeps the shapes' swept contacts in them: one detection gives the
+    reference's contacts in its order, and frames (whole, and substep by substep)
+    give its positions and velocities, bit for bit."""
+    out = {}
+    for backend in ("numpy", "numba"):
+        w = _crammed(dtype)
+        w.colliders.backend = backend
+        p = w.particles
+        x0 = p.x.copy()
+        p.x += (0.01 * p.v).astype(dtype)
+        out[backend] = (p, w.colliders.begin(p, x0, w.config))
+    (p_ref, ref), (p_got, got) = out["numpy"], out["numba"]
+    np.testing.assert_array_equal(p_got.x, p_ref.x)
+    want = [(int(q), g.shapes.kind, bool(t)) for g in ref.groups
+            for q, t in zip(g.pi, g.touched, strict=True)]
+    kinds = got.shape_args[0]
+    names = {code: name for name, code in C._KIND.items()} | {ck.WALL: "wall"}
+    have = [(int(q), names[int(kinds[g])], bool(t))
+            for q, g, t in zip(got.cp, got.cg, got.touched, strict=True)]
+    assert have == want
+    assert len(have) == 16 * 8 > 64 + 16 + 1           # past the first room
+    ref_w, got_w = _both(_crammed, 10, dtype=dtype)
+    _assert_same(ref_w, got_w)
+    sub = _crammed(dtype)
+    sub.compile_frames = False
+    sub.start(FRAME)
+    for _ in range(10):
+        sub.step(FRAME)
+    _assert_same(ref_w, sub)
 
 
 @pytest.mark.parametrize("integrator", ["tcv_corrected", "velocity_verlet"])

@@ -819,19 +819,30 @@ def _share(count_a, count_b):  # pragma: no cover - compiled
 @jit
 def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
     """The arrays :func:`begin_into` fills, sized for any substep of a frame of
-    ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes) and
-    the contacts' (that room plus one a particle and wall, plus one for the walls'
-    branch-free store). Allocated once a frame: with :func:`finish_space`'s, ~50
-    allocations a substep (malloc, free, their reference counts: ~15 % of the soft
-    blob's profile) are gone."""
+    ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes),
+    the contacts' particles and table rows (that room plus one a particle and wall,
+    plus one for the walls' branch-free store) and their state (``_contact_rows``:
+    that room plus one wall a particle; more wall contacts grow them). Allocated once
+    a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
+    their reference counts: ~15 % of the soft blob's profile) are gone."""
     n = x1.shape[0]
     cap = max(4 * n, 64) if nshapes else 0
     C = cap + n * nwalls + 1
+    ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
+        cap + (n if nwalls else 0) + 1)
     return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap),
             np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
-            np.empty(C, np.int64), np.empty(C), np.empty(C), np.empty(C, np.bool_),
-            np.empty(C, np.bool_), np.empty((C, 2)), np.empty(C), np.empty(C),
-            np.empty(C), np.empty(C), np.empty(C))
+            np.empty(C, np.int64), ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
+            mu)
+
+
+@jit
+def _contact_rows(C):  # pragma: no cover - compiled
+    """Room for ``C`` contacts' state: ``ref, depth, touched, stuck, nrm, spent, vhit,
+    tau, e, mu`` (:func:`begin_into`)."""
+    return (np.empty(C), np.empty(C), np.empty(C, np.bool_), np.empty(C, np.bool_),
+            np.empty((C, 2)), np.empty(C), np.empty(C), np.empty(C), np.empty(C),
+            np.empty(C))
 
 
 @jit
@@ -920,19 +931,11 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
             gap = np.empty(cap)
     nq = n if nwalls else 0
     if m + nq * nwalls + 1 > c_p.size:      # outgrown: arrays of this call's own
-        C = m + nq * nwalls + 1
-        c_p = np.empty(C, np.int64)
-        c_g = np.empty(C, np.int64)
-        ref = np.empty(C)
-        depth = np.empty(C)
-        touched = np.empty(C, np.bool_)
-        stuck = np.empty(C, np.bool_)
-        nrm = np.empty((C, 2))
-        spent = np.empty(C)
-        vhit = np.empty(C)
-        tau = np.empty(C)
-        e = np.empty(C)
-        mu = np.empty(C)
+        c_p = np.empty(m + nq * nwalls + 1, np.int64)
+        c_g = np.empty(m + nq * nwalls + 1, np.int64)
+    if m + 1 > ref.size:
+        ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
+            m + nq + 1)
     if m:
         # Shape type by shape type (a stable counting sort): the reference's groups.
         start = np.zeros(WALL + 1, np.int64)
@@ -1006,6 +1009,19 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
                 c_g[m + nw] = W0 + k
                 nw += dw < lq
     C = m + nw
+    if C > ref.size:        # more wall contacts than particles (corners): grown
+        (ref2, depth2, touched2, stuck2, nrm2, spent2, vhit2, tau2, e,
+         mu) = _contact_rows(C)
+        ref2[:m] = ref[:m]                  # the shapes' contacts, swept: kept
+        depth2[:m] = depth[:m]
+        touched2[:m] = touched[:m]
+        stuck2[:m] = stuck[:m]
+        nrm2[:m] = nrm[:m]
+        spent2[:m] = spent[:m]
+        vhit2[:m] = vhit[:m]
+        tau2[:m] = tau[:m]
+        ref, depth, touched, stuck, nrm, spent = ref2, depth2, touched2, stuck2, nrm2, spent2
+        vhit, tau = vhit2, tau2
     _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
     # Materials (NaN: the world's).
     for c in range(C):
@@ -1761,7 +1777,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     buf = _soft_scratch(X)
     # The contact stages' arrays, once a frame (grown when a rebuilt list needs more).
     bspace = begin_space(X, nshapes, nwalls)
-    fspace = finish_space(X, bspace[4].size, pi.size, nodes.size)
+    fspace = finish_space(X, bspace[6].size, pi.size, nodes.size)   # room of the rows
     pdepths = np.zeros(pi.size)                 # the pairs' state, room for the list
     pflags = np.zeros((2, pi.size), np.bool_)
     for s in range(steps):
@@ -1792,7 +1808,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         P = qi.size
         if (cp.size > fspace[0].size or P > fspace[3].size
                 or qn.size > fspace[21].size):
-            fspace = finish_space(X, max(cp.size, bspace[4].size), P, qn.size)
+            fspace = finish_space(X, max(cp.size, bspace[6].size), P, qn.size)
         if P > pdepths.size:
             pdepths = np.zeros(P)
             pflags = np.zeros((2, P), np.bool_)
