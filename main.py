@@ -157,18 +157,6 @@ def cmd_replay(args) -> int:
     return run_app(None, replay=args.file)
 
 
-def _prepare_numba() -> None:
-    """numba's kernel cache, or a fallback with one warning line, settled before the
-    ``sandbox`` package (which compiles its kernels on import) is imported: the function
-    is in sandbox/headless.py, loaded here on its own."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "_sandbox_numba_cache", Path(__file__).resolve().parent / "sandbox" / "headless.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.prepare_numba()
-
-
 def cmd_check(args) -> int:
     from sandbox.headless import run_check
     return run_check(args.files)
@@ -329,7 +317,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["play", *argv])
-    _prepare_numba()            # every command: a cache that cannot be written falls back
     return int(args.func(args) or 0)
 
 

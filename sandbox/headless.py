@@ -16,7 +16,7 @@ and the archive is written to a temporary file and placed when complete.
 numba keeps its compiled kernels in ``__pycache__`` beside the code or in ``~/.cache``;
 when neither can be written (a read-only checkout, no home) the commands fall back to a
 private folder in the temporary directory, or to the numpy reference kernels, with one
-warning line (:func:`prepare_numba`).
+warning line (``sim/backend.py``, when a kernel is first needed).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -62,75 +61,6 @@ def _error(msg: str, code: int) -> int:
     return code
 
 
-# --------------------------------------------------------------------------- numba cache
-
-def _numba_can_cache(source: Path) -> bool:
-    """Whether numba finds a writable cache folder for a function of ``source``, asked
-    the way ``@njit(cache=True)`` asks (its own locator classes, in its order)."""
-    from numba.core import caching
-
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
-    classes = getattr(impl, "_locator_classes", None)
-    if not classes:
-        return True                         # an unknown numba: let it decide
-    namespace: dict = {}
-    exec(compile("def probe():\n    pass\n", str(source), "exec"), namespace)
-    return any(cls.from_function(namespace["probe"], str(source)) is not None
-               for cls in classes)
-
-
-def _plain(text) -> str:
-    text = os.fsdecode(text).encode("utf-8", "replace").decode("utf-8")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)[:200]
-
-
-def prepare_numba() -> None:
-    """Before the kernels are compiled: if numba could not write its cache anywhere it
-    looks (it would fail with "cannot cache function ... no locator available"), point
-    it at ``$TMPDIR/verlet-sandbox-numba-<uid>``; if that cannot be used either, run the
-    numpy reference kernels (the same numbers, slower). Either way one warning line.
-
-    It must run before ``sandbox`` is imported (the package imports the kernels), so it
-    uses nothing of the package: ``main.py`` loads this file on its own to call it.
-    """
-    if "sandbox.sim.backend" in sys.modules:
-        return                              # too late to change; it imported fine
-    try:
-        import numba  # noqa: F401 - only whether it imports
-    except ImportError:
-        return                              # the numpy references, as without numba
-    source = Path(__file__).resolve().parent / "sim" / "kernels.py"
-    try:
-        if _numba_can_cache(source):
-            return
-    except Exception:                       # a probe must never stop a run
-        return
-    from numba.core import config
-
-    folder = Path(tempfile.gettempdir()) / f"verlet-sandbox-numba-{os.getuid()}" \
-        if hasattr(os, "getuid") else Path(tempfile.gettempdir()) / "verlet-sandbox-numba"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(folder)
-        if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid")
-                                             and st.st_uid != os.getuid()):
-            raise PermissionError("not our own folder")
-        config.CACHE_DIR = str(folder)
-        os.environ["NUMBA_CACHE_DIR"] = str(folder)        # and any worker process
-        if not _numba_can_cache(source):
-            raise PermissionError("not writable")
-    except (OSError, ValueError):
-        config.CACHE_DIR = ""
-        os.environ.pop("NUMBA_CACHE_DIR", None)
-        sys.modules["numba"] = None         # type: ignore[assignment]  # backend: not installed
-        print("warning: numba cannot write its cache beside the code, in ~/.cache or in "
-              f"{_plain(tempfile.gettempdir())}; using the numpy kernels (slower, the same "
-              "numbers)", file=sys.stderr)
-        return
-    print(f"warning: numba cannot write its cache beside the code or in ~/.cache; caching "
-          f"the compiled kernels in {_plain(folder)}", file=sys.stderr)
-
-
 # --------------------------------------------------------------------------- check
 
 def run_check(paths: list[str]) -> int:
@@ -142,7 +72,6 @@ def run_check(paths: list[str]) -> int:
     """
     _streams()
     try:
-        prepare_numba()
         from .levels import LevelError, build_world, find_level, level_names, load_level
 
         failed = 0
@@ -400,7 +329,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     """
     _streams()
     try:
-        prepare_numba()
         return _simulate(args)
     except KeyboardInterrupt:
         return _error("interrupted; nothing written", _INTERRUPTED)
@@ -557,7 +485,6 @@ def run_replay(args: argparse.Namespace) -> int:
     is the recorded one (exit 0) or not (exit 1). A file that cannot be used is one
     error line and exit 1; nothing runs."""
     _streams()
-    prepare_numba()
     from .replay import ReplayError, load, play
 
     try:

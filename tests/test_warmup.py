@@ -278,3 +278,66 @@ def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, mon
     assert not any(f.exists() for f in files) and keep.exists()
     assert not mark.exists()                       # it is not: the next start compiles
     assert backend.drop_stale_kernels() == 0
+
+
+_LATE = r"""
+import sys
+from sandbox.app import main as app                 # everything the window imports
+from sandbox.sim import backend, kernels
+from sandbox.sim.collide import solver
+from sandbox.app import raster
+from sandbox.levels import build_world, find_level, load_level
+
+held = [kernels.verlet_step]                        # kept before numba is there
+w = build_world(load_level(find_level("playground")))
+backend.set_ready(False)                            # the app's first frames: numpy
+w.step(1 / 60)
+assert "numba" not in sys.modules, "numba imported before a kernel was needed"
+assert type(held[0]) is backend.Kernel and not kernels.AVAILABLE
+
+backend.set_ready(True)
+assert kernels.AVAILABLE and "numba" in sys.modules
+import numba
+from numba.core.registry import CPUDispatcher
+# Every module's name for a kernel is its dispatcher now, and prange is numba's.
+assert isinstance(kernels.verlet_step, CPUDispatcher)
+assert isinstance(solver._verlet_step, CPUDispatcher)      # imported under another name
+assert isinstance(raster._draw_kernel, CPUDispatcher)
+assert kernels.prange is numba.prange
+assert held[0].dispatcher is kernels.verlet_step
+w.step(1 / 60)
+# A stand-in kept from before still runs the same kernel.
+import numpy as np
+x = np.zeros((3, 2)); a = np.ones((3, 2)); out1 = np.empty_like(x); out2 = np.empty_like(x)
+held[0](x, x.copy(), a, 1.0, 1.0, 1.0, 1.0, out1)
+kernels.verlet_step(x, x.copy(), a, 1.0, 1.0, 1.0, 1.0, out2)
+assert np.array_equal(out1, out2)
+print("ok")
+"""
+
+
+@needs_numba
+def test_numba_is_imported_when_a_kernel_is_first_needed():
+    """Importing the app and running numpy frames imports no numba (a third of a warm
+    start); the first yes of ``usable()`` does, and puts the dispatchers in every
+    module's names."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _LATE], cwd=warmup.ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_stand_in_runs_as_python_when_numba_cannot_be_used(monkeypatch):
+    """If numba fails at its late import, the kernels stay numpy and a stand-in called
+    anyway runs its function as Python (``prange`` is ``range`` then)."""
+    def double(a):
+        for i in backend.prange(a.size):
+            a[i] *= 2
+        return a
+    k = backend.Kernel(double, {})
+    monkeypatch.setattr(backend, "_numba", None)
+    monkeypatch.setattr(backend, "_failed", "ImportError: broken")
+    monkeypatch.setattr(backend, "_ready", set(backend.PARTS))
+    assert not backend.compile_all() and not backend.usable()
+    assert np.array_equal(k(np.arange(3.0)), [0.0, 2.0, 4.0]) and k.dispatcher is None

@@ -37,13 +37,9 @@ import math
 
 import numpy as np
 
+from ..sim.backend import INSTALLED as AVAILABLE
+from ..sim.backend import njit
 from ..sim.constraints import ROPE
-
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit
-    AVAILABLE = True
-except ImportError:  # pragma: no cover
-    AVAILABLE = False
 
 #: Identity view: the coordinates given are already screen pixels.
 SCREEN = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0)

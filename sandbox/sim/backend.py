@@ -1,7 +1,7 @@
-"""Whether the compiled kernels may run now: the one place that imports numba's names and
-holds the switch between the numpy references and the compiled kernels.
+"""Whether the compiled kernels may run now: the one place that imports numba and holds
+the switch between the numpy references and the compiled kernels.
 
-``INSTALLED``: numba can be imported. ``usable()``: the compiled kernels may be called
+``INSTALLED``: numba is installed. ``usable()``: the compiled kernels may be called
 now. It is True from the start in scripts, tests and the bench (a first call compiles or
 loads a kernel from numba's disk cache, as before). The app instead starts with
 ``warmup.start_background``, which turns it off until every kernel is compiled and
@@ -12,28 +12,51 @@ call the kernels before everyone else (``loading()``).
 ``kernels.AVAILABLE`` and ``contact_kernels.AVAILABLE`` read ``usable()`` on every
 access (module ``__getattr__``), so every caller switches at the same moment.
 
+numba is imported when a kernel is first needed, not when the kernel modules are.
+Importing it takes ~0.35 s here (0.7 s and more with other programs busy), a third of
+a warm start, and the app's first frames run the numpy references anyway. So ``njit``
+returns a stand-in (:class:`Kernel`) that keeps the function and its options; the first
+``usable()`` that answers yes, or the first call of a stand-in, runs
+:func:`compile_all`: it settles where numba may write its cache, imports numba, makes
+every kernel's dispatcher (compiling nothing yet) and puts the dispatchers where the
+stand-ins were, in every module's names and the kernels' closures, so that compiled
+kernels calling each other see dispatchers, and Python callers call numba directly.
+``prange`` is ``range`` until then. If numba cannot be imported or can cache nowhere,
+``usable()`` stays False (the numpy references) and a stand-in runs its function as
+Python.
+
 Stale kernels. numba's disk cache knows a kernel's own source file, not the files of
 the kernels it calls and compiles into itself: after an update that changed only
 ``collide/broad.py``, ``collide/solver.py``'s cached whole frame would go on running
-the old broad phase. So the first import drops this package's cached kernels when
+the old broad phase. So :func:`compile_all` drops this package's cached kernels when
 the sources of the kernel modules differ from those the cache was filled from
 (:func:`drop_stale_kernels`, a stamp file beside the cache); they compile again.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import os
+import stat
+import sys
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-try:  # pragma: no cover - exercised whenever numba is installed
-    from numba import njit, prange
-    INSTALLED = True
-except ImportError:  # pragma: no cover
-    njit = prange = None
-    INSTALLED = False
+
+def _numba_installed() -> bool:
+    if "numba" in sys.modules:
+        return sys.modules["numba"] is not None
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):                     # pragma: no cover
+        return False
+
+
+INSTALLED = _numba_installed()
 
 PACKAGE = Path(__file__).resolve().parents[1]     # the sandbox package
 STAMP = "sandbox-kernel-sources"
@@ -64,11 +87,14 @@ def _cache_dir_of(src: Path) -> Path:
 
 
 def _marker_dir() -> Path:
-    """Where ``warmup`` marks the cache full (its ``_cache_dir``)."""
-    from numba.core import config
-    if config.CACHE_DIR:
-        return Path(config.CACHE_DIR)
-    return PACKAGE / "sim" / "__pycache__"
+    """Where ``warmup`` marks the cache full (its ``_cache_dir``): numba's cache folder
+    (``NUMBA_CACHE_DIR``, read without importing numba before it is needed)."""
+    if _numba is not None:
+        from numba.core import config
+        folder = config.CACHE_DIR
+    else:
+        folder = os.environ.get("NUMBA_CACHE_DIR", "")
+    return Path(folder) if folder else PACKAGE / "sim" / "__pycache__"
 
 
 def drop_stale_kernels() -> int:
@@ -116,16 +142,17 @@ def drop_stale_kernels() -> int:
         return 0
 
 
-drop_stale_kernels()
-
 PARTS = ("kernels", "contacts")         # the constraint/Verlet kernels, the contact stages
 _ready: set[str] = set(PARTS) if INSTALLED else set()
 _local = threading.local()
 
 
 def usable(part: str = "kernels") -> bool:
-    """True when the calling thread may use the compiled kernels of ``part``."""
-    return part in _ready or getattr(_local, "loading", False)
+    """True when the calling thread may use the compiled kernels of ``part`` (the first
+    yes imports numba: :func:`compile_all`)."""
+    if part in _ready or getattr(_local, "loading", False):
+        return _numba is not None or compile_all()
+    return False
 
 
 def set_ready(ready: bool, part: str | None = None) -> None:
@@ -153,3 +180,187 @@ def loading():
         yield
     finally:
         _local.loading = before
+
+
+# --------------------------------------------------------------------------- numba, late
+
+_numba = None                   # the numba module once compile_all has run
+_failed: str | None = None      # why numba cannot be used, once that is known
+_lock = threading.RLock()
+_kernels: list[Kernel] = []
+
+
+class Kernel:
+    """A compiled kernel before numba is imported: the function and its ``njit`` options.
+    Calling it (or asking for a dispatcher's attribute) runs :func:`compile_all` and
+    then the dispatcher, which replaces it in every module that named it; without numba
+    it runs the function as Python."""
+
+    def __init__(self, py_func, options: dict) -> None:
+        functools.update_wrapper(self, py_func)
+        self.py_func = py_func
+        self.options = options
+        self.dispatcher = None
+
+    def _target(self):
+        if self.dispatcher is None:
+            compile_all()
+        return self.py_func if self.dispatcher is None else self.dispatcher
+
+    def __call__(self, *args, **kwargs):
+        target = self.dispatcher
+        return (target if target is not None else self._target())(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("py_func", "options", "dispatcher"):
+            raise AttributeError(name)
+        return getattr(self._target(), name)
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.__qualname__} ({'compiled' if self.dispatcher else 'lazy'})>"
+
+
+class _PRange:
+    """``prange`` before numba is imported: ``range`` (for the kernels run as Python)."""
+
+    def __call__(self, *args):
+        return range(*args)
+
+
+prange = _PRange.instance = _PRange()     # the class keeps it: this name is swapped too
+
+
+def njit(*args, **options):
+    """``numba.njit``, made when a kernel is first needed (a :class:`Kernel` until then);
+    ``@njit`` and ``@njit(**options)`` (no signatures)."""
+    if args and not (len(args) == 1 and callable(args[0]) and not options):
+        raise TypeError("njit takes a function or options, not signatures")
+
+    def wrap(fn):
+        with _lock:
+            if _numba is not None:
+                return _numba.njit(**options)(fn)
+            k = Kernel(fn, options)
+            _kernels.append(k)
+            return k
+    return wrap(args[0]) if args else wrap
+
+
+def compile_all() -> bool:
+    """Import numba and give every kernel its dispatcher (nothing is compiled yet: numba
+    compiles or loads a kernel from its disk cache at its first call). Once; thread
+    safe. False (and ``usable()`` False from then on) if numba cannot be used."""
+    global _numba, _failed, INSTALLED
+    if _numba is not None:
+        return True
+    with _lock:
+        if _numba is not None:
+            return True
+        if _failed is not None or not INSTALLED:
+            return False
+        try:
+            numba = _settle_cache()
+        except Exception as e:  # noqa: BLE001 - any failure: the numpy references
+            numba = None
+            _failed = f"{type(e).__name__}: {e}"
+        if numba is None:
+            _failed = _failed or "numba cannot cache its kernels"
+            INSTALLED = False
+            _ready.clear()
+            return False
+        drop_stale_kernels()
+        for k in _kernels:
+            k.dispatcher = numba.njit(**k.options)(k.py_func)
+        _numba = numba
+        _swap_in(numba)
+    return True
+
+
+def _swap_in(numba) -> None:
+    """Put the dispatchers (and ``numba.prange``) where the stand-ins are: the names of
+    every loaded module and the kernels' closures."""
+    stand_in = _PRange.instance
+
+    def real(v):
+        return v.dispatcher if type(v) is Kernel else numba.prange
+
+    for mod in list(sys.modules.values()):
+        names = getattr(mod, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for name, v in list(names.items()):
+            if type(v) is Kernel or v is stand_in:
+                names[name] = real(v)
+    for k in _kernels:
+        for cell in k.py_func.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:                            # pragma: no cover - empty cell
+                continue
+            if type(v) is Kernel or v is stand_in:
+                cell.cell_contents = real(v)
+
+
+def failure() -> str | None:
+    """Why the compiled kernels cannot be used (None: they can, or it is not known yet)."""
+    return _failed
+
+
+# --------------------------------------------------------------------------- numba's cache
+
+def _plain(text) -> str:
+    text = os.fsdecode(text).encode("utf-8", "replace").decode("utf-8")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)[:200]
+
+
+def _numba_can_cache(source: Path) -> bool:
+    """Whether numba finds a writable cache folder for a function of ``source``, asked
+    the way ``@njit(cache=True)`` asks (its own locator classes, in its order)."""
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if not classes:
+        return True                         # an unknown numba: let it decide
+    namespace: dict = {}
+    exec(compile("def probe():\n    pass\n", str(source), "exec"), namespace)
+    return any(cls.from_function(namespace["probe"], str(source)) is not None
+               for cls in classes)
+
+
+def _settle_cache():
+    """Import numba and make sure it can write its cache: where it could write nowhere
+    it looks (it would fail with "cannot cache function ... no locator available"), point
+    it at ``$TMPDIR/verlet-sandbox-numba-<uid>``; if that cannot be used either, None:
+    the numpy reference kernels (the same numbers, slower). Either way one warning line."""
+    import numba
+    source = PACKAGE / "sim" / "kernels.py"
+    try:
+        if _numba_can_cache(source):
+            return numba
+    except Exception:                       # noqa: BLE001 - a probe must never stop a run
+        return numba
+    from numba.core import config
+
+    folder = Path(tempfile.gettempdir()) / f"verlet-sandbox-numba-{os.getuid()}" \
+        if hasattr(os, "getuid") else Path(tempfile.gettempdir()) / "verlet-sandbox-numba"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or (hasattr(os, "getuid")
+                                             and st.st_uid != os.getuid()):
+            raise PermissionError("not our own folder")
+        config.CACHE_DIR = str(folder)
+        os.environ["NUMBA_CACHE_DIR"] = str(folder)        # and any worker process
+        if not _numba_can_cache(source):
+            raise PermissionError("not writable")
+    except (OSError, ValueError):
+        config.CACHE_DIR = ""
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+        print("warning: numba cannot write its cache beside the code, in ~/.cache or in "
+              f"{_plain(tempfile.gettempdir())}; using the numpy kernels (slower, the same "
+              "numbers)", file=sys.stderr)
+        return None
+    print(f"warning: numba cannot write its cache beside the code or in ~/.cache; caching "
+          f"the compiled kernels in {_plain(folder)}", file=sys.stderr)
+    return numba

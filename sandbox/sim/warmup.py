@@ -140,11 +140,11 @@ def _fingerprint(dtypes, contact_dtypes, extra) -> str:
         mod = importlib.util.find_spec(spec.partition(":")[0])
         if mod is not None and mod.origin:
             h.update(Path(mod.origin).read_bytes())
-    try:
-        import numba
-        h.update(numba.__version__.encode())
-    except ImportError:                          # pragma: no cover
-        pass
+    # numba's version without importing it (that waits until a kernel is needed).
+    spec = importlib.util.find_spec("numba") if backend.INSTALLED else None
+    if spec is not None and spec.origin:
+        version = Path(spec.origin).with_name("_version.py")
+        h.update(version.read_bytes() if version.exists() else spec.origin.encode())
     h.update(f"{sys.version}|{sorted(dtypes)}|{sorted(contact_dtypes)}|{list(extra)}".encode())
     return h.hexdigest()[:20]
 
