@@ -370,3 +370,15 @@ def test_without_numba_the_numpy_path_draws_the_same_scene(monkeypatch):
     raster.warm_up()                                    # nothing to compile
     got, out = _render("auto", world, cam, ghost=True)
     assert out["samples"] > 0 and np.array_equal(got, want)
+
+
+def test_auto_draws_with_numpy_when_numba_turns_out_unusable(monkeypatch):
+    """numba is imported when first needed; if that fails (no cache folder anywhere, a
+    broken install), "auto" draws with numpy and "numba" says why."""
+    from sandbox.sim import backend
+    monkeypatch.setattr(backend, "_numba", None)
+    monkeypatch.setattr(backend, "_failed", "ImportError: broken llvmlite")
+    assert not raster._use_kernels("auto")
+    if raster.AVAILABLE:
+        with pytest.raises(RuntimeError, match="broken llvmlite"):
+            raster._use_kernels("numba")

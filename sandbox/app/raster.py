@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ..sim import backend as _sim
 from ..sim.backend import INSTALLED as AVAILABLE
 from ..sim.backend import njit
 from ..sim.constraints import ROPE
@@ -46,13 +47,15 @@ SCREEN = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0)
 
 
 def _use_kernels(backend: str) -> bool:
+    # numba is imported when first needed (sim/backend.py): "auto" and "numba" ask for
+    # it then; where it turns out unusable, "auto" draws with numpy.
     if backend == "numba":
-        if not AVAILABLE:
-            raise RuntimeError("numba is not installed")
+        if not (AVAILABLE and _sim.compile_all()):
+            raise RuntimeError(f"numba cannot be used: {_sim.failure() or 'not installed'}")
         return True
     if backend not in ("auto", "numpy"):
         raise ValueError(f"unknown backend {backend!r} (auto, numba or numpy)")
-    return backend == "auto" and AVAILABLE
+    return backend == "auto" and AVAILABLE and _sim.compile_all()
 
 
 # --------------------------------------------------------------------------- kernels
