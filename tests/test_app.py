@@ -833,3 +833,39 @@ def test_small_first_worlds_start_on_numpy_and_big_ones_compiled():
              for name in ("playground", "pendulums", "cloth_200", "bench:cloth200_shear")}
     assert small == {"playground": True, "pendulums": True, "cloth_200": False,
                      "bench:cloth200_shear": False}
+
+
+def test_a_session_that_cannot_keep_up_takes_one_frame_of_steps_not_a_spiral(app):
+    """While a frame's steps take longer than they simulate (numpy frames while the
+    kernels load), the next frame simulates at most ``CATCH_UP_S`` and drops the rest,
+    instead of ever more steps in ever longer frames; once the steps are fast again the
+    frame time is simulated in full. The clock is the session's, advanced by the steps."""
+    from sandbox.app import session as S
+    s = app.session
+    s.policy = FixedStep(H, max_steps=8)
+    now = [0.0]
+    cost = [0.0]                          # seconds of computing a step
+    step = s.world.step
+
+    def slow(h):
+        now[0] += cost[0]
+        step(h)
+    s.world.step = slow
+    s.clock = lambda: now[0]
+    cost[0] = 0.001
+    s.update(4 * H)                       # fast steps: the whole frame, four steps
+    assert s.last_plan == [H] * 4 and not s.behind
+    cost[0] = 3 * H                       # a step now takes three times what it simulates
+    s.update(4 * H)
+    assert s.last_plan == [H] * 4 and s.behind          # 4 steps took 12 H of real time
+    dropped = s.policy.book.dropped
+    s.update(12 * H)                      # the frame those steps made
+    assert s.last_plan == [H] and s.behind               # one step, not eight
+    assert s.policy.book.dropped == pytest.approx(dropped + 12 * H - S.CATCH_UP_S)
+    cost[0] = 0.001
+    s.update(3 * H)
+    assert s.last_plan == [H] and not s.behind           # still the limited frame
+    s.update(3 * H)
+    assert s.last_plan == [H] * 3                        # then real time again
+    b = s.policy.book
+    assert b.real == pytest.approx(b.simulated + s.policy.pending + b.dropped)

@@ -146,3 +146,25 @@ def test_invalid_trace_bytes_are_a_clean_error(tmp_path):
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ValueError, match="cannot read step trace"):
         StepTrace.load(path)
+
+
+@settings(max_examples=100, deadline=None)
+@given(frame_times, st.floats(min_value=1e-3, max_value=0.1), st.sampled_from(list(TIMESTEPS)))
+def test_a_limited_frame_simulates_at_most_the_limit_and_drops_the_rest(dts, limit, name):
+    """``plan(dt, limit)``: the physics cannot keep up, so at most ``limit`` of the frame
+    is simulated; the rest is dropped and the book still balances."""
+    pol = make_policy(name)
+    for dt in dts:
+        dropped = pol.book.dropped
+        plan = pol.plan(dt, limit)
+        _check_book(pol, tol=1e-9)
+        if name in ("fixed", "variable"):
+            assert math.fsum(plan) <= limit + pol.nominal_h * (1 + 1e-9)
+            assert pol.book.dropped >= dropped + max(dt - limit, 0.0) - 1e-12
+
+
+def test_a_limit_above_the_frame_changes_nothing():
+    a, b = VariableStep(substeps=2), VariableStep(substeps=2)
+    for dt in (0.016, 0.033, 0.07, 0.2):
+        assert a.plan(dt) == b.plan(dt, limit=0.5)
+    assert a.book == b.book

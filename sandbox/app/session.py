@@ -17,6 +17,7 @@ import copy
 import dataclasses
 import math
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,13 @@ SUBSTEPS = (1, 64)
 SPEEDS = (0.25, 4.0)                    # slow motion and fast forward limits
 HZ = (10.0, 240.0)                      # steps per second the window offers
 TRACE_LIMIT = 100_000                   # frames kept for replay (about half an hour)
+#: While a frame's steps take longer to compute than the time they simulate (numpy
+#: frames while the kernels load, a world too big for the machine), the next frame
+#: simulates at most this much real time and drops the rest (counted): a step or so a
+#: frame, in slow motion, instead of a spiral of ever more steps in ever longer frames.
+#: Measured on the playground while its kernels loaded: frames of 200-430 ms (three
+#: numpy steps each, against a loading thread) without it.
+CATCH_UP_S = 1 / 60
 #: The level's energy scale is |E0| + 0.5 M v^2 with every movable kilogram at
 #: BLOWUP_SPEED (more than a mouse gives a body). A jump of the total energy beyond
 #: BLOWUP_FACTOR times that cannot come from the level or the mouse: the integrator
@@ -148,6 +156,8 @@ def cycle(names: list[str], current: str, step: int) -> str:
 class Session:
     """World, ghost, timestep policy and trace; the commands that change them."""
 
+    clock = staticmethod(time.perf_counter)      # what times a frame's steps
+
     def __init__(self, scene: Scene, on_message: Callable[[str, bool], None] | None = None,
                  on_segment: Callable[[str], None] | None = None,
                  on_clear: Callable[[], None] | None = None) -> None:
@@ -165,6 +175,7 @@ class Session:
         self.x_before: np.ndarray | None = None
         self.ghost_before: np.ndarray | None = None
         self._step_pending = False
+        self.behind = False         # the last frame's steps took longer than they simulated
         self.player = None                           # a replay being played (play_replay)
         self._last_drag = None
         self.load_scene(scene)
@@ -231,12 +242,16 @@ class Session:
             self._step_pending = False
             plan = self.policy.plan(self.policy.nominal_h)
         else:
-            plan = self.policy.plan(dt * self.speed)
+            plan = self.policy.plan(dt * self.speed,
+                                    CATCH_UP_S * self.speed if self.behind else None)
         self.log.step(plan)
         self.last_plan = plan
         if self.timestep != "replay" and len(self.trace.frames) < TRACE_LIMIT:
             self.trace.record(plan)
+        t0 = self.clock()
         self.advance(plan)
+        if plan and self.speed > 0:
+            self.behind = (self.clock() - t0) * self.speed > math.fsum(plan)
         return bool(plan)
 
     def advance(self, plan: list[float]) -> None:

@@ -68,8 +68,10 @@ class TimestepPolicy:
         """A representative step (s), used to start an integrator before the first frame."""
         raise NotImplementedError
 
-    def plan(self, dt: float) -> list[float]:
-        """The steps to take for a frame that lasted ``dt`` seconds of real time."""
+    def plan(self, dt: float, limit: float | None = None) -> list[float]:
+        """The steps to take for a frame that lasted ``dt`` seconds of real time.
+        ``limit``: simulate at most that much of it, the rest dropped (the caller's
+        physics cannot keep up with real time: see ``Session.update``)."""
         try:
             dt = float(dt)
         except (TypeError, ValueError):
@@ -80,6 +82,9 @@ class TimestepPolicy:
             return []
         self.book.real += dt
         self.book.frames += 1
+        if limit is not None and dt > limit > 0.0:
+            self.book.dropped += dt - limit
+            dt = limit
         steps = self._plan(dt)
         self.book.simulated += math.fsum(steps)
         self.book.steps += len(steps)
