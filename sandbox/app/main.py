@@ -822,7 +822,7 @@ def start_kernels(dtype: str = "float64", small: bool = False):
 
 
 #: A first world below this many (particles + links) x substeps starts on numpy even
-#: with a warm kernel cache (the playground: ~8,700; a numpy frame of it ~5 ms).
+#: with a warm kernel cache (the playground: ~8,700; a numpy step of it ~10-12 ms).
 SMALL_WORLD = 50_000
 
 

@@ -105,6 +105,7 @@ class Constraints:
     _flat: tuple | None = None
     _frame: tuple | None = None
     _compliant: bool | None = None
+    _numpy: tuple | None = None          # the numpy sweep's terms (:meth:`_numpy_terms`)
 
     def __len__(self) -> int:
         return self.i.size
@@ -298,6 +299,7 @@ class Constraints:
         if not colouring_is_valid(self.i, self.j, self.colour):
             self.colour = greedy_colouring(self.i, self.j, x.shape[0])
         self._batches = self._flat = self._frame = self._compliant = None
+        self._numpy = None
         return np.arange(start, start + k)
 
     def remove(self, mask: np.ndarray) -> int:
@@ -309,6 +311,7 @@ class Constraints:
             for name in ("i", "j", "rest", "compliance", "kind", "colour"):
                 setattr(self, name, getattr(self, name)[keep])
             self._batches = self._flat = self._frame = self._compliant = None
+            self._numpy = None
         return count
 
     # --- solving ------------------------------------------------------------------------
@@ -353,38 +356,76 @@ class Constraints:
             return (*self.frame_batches(x.dtype, x.shape[0]), min_parallel)
         return (*self._flat_batches(x.dtype), min_parallel)
 
-    def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
-        """The numpy reference of :meth:`project`: one fancy-indexed update per batch."""
-        # In the positions' float type throughout: a float32 world computes in float32.
-        f = x.dtype.type
-        inv_h2 = f(1.0 / (h * h))
+    def _numpy_terms(self, w: np.ndarray, dtype, inv_h2) -> list[tuple]:
+        """Per batch, what :meth:`project_numpy` computes from the links, the inverse
+        masses ``w`` and the step alone: the same values, computed once while they hold
+        (a sweep repeated them every iteration of every substep: a third of its numpy
+        calls; ``w`` is compared on every call, a pin or a grab changes it)."""
+        key = (np.dtype(dtype).str, float(inv_h2))
+        c = self._numpy
+        if c is not None and c[0] == key and c[1].shape == w.shape and np.array_equal(c[1], w):
+            return c[2]
+        f = np.dtype(dtype).type
+        terms = []
         for b in self.batches:
             ci, cj = self.i[b], self.j[b]
-            d = x[cj] - x[ci]
-            L = np.sqrt(np.einsum("ij,ij->i", d, d))
-            C = L - self.rest[b].astype(x.dtype)
-            slack = (self.kind[b] == ROPE) & (C < 0)
-            at = self.compliance[b].astype(x.dtype) * inv_h2
+            rest = self.rest[b].astype(dtype)
+            at = self.compliance[b].astype(dtype) * inv_h2
             wi, wj = w[ci], w[cj]
             denom = wi + wj + at
-            ok = (denom > 0) & (L > 1e-12) & ~slack
-            num = -C - np.where(at != 0, at * lam[b], 0.0)     # rigid links never read lam
-            s = np.where(ok, num / np.where(ok, denom * L, 1.0), 0.0)
-            lam[b] += s * L
-            corr = s[:, None] * d
             # Even split: a rigid link between equal inverse masses moves each end by
             # half the error, ``(1/2 - (rest/2) / L) d`` (see the module docstring).
             even = (at == 0) & (wi == wj) & (wi > 0)
-            if not even.any():
-                x[ci] -= wi[:, None] * corr
-                x[cj] += wj[:, None] * corr
-                continue
-            half = f(0.5)
-            se = half - (self.rest[b].astype(x.dtype) * half) / np.maximum(L, f(1e-12))
-            se = np.where(self.kind[b] == ROPE, np.maximum(se, f(0.0)), se)
-            ev = even[:, None]
-            x[ci] += np.where(ev, se[:, None] * d, -(wi[:, None] * corr))
-            x[cj] += np.where(ev, -(se[:, None] * d), wj[:, None] * corr)
+            terms.append((b, ci, cj, rest, self.kind[b] == ROPE, at, at != 0, wi[:, None],
+                          wj[:, None], denom, denom > 0, even[:, None], bool(even.any()),
+                          rest * f(0.5)))
+        self._numpy = (key, w.copy(), terms)
+        return terms
+
+    def project_numpy(self, x: np.ndarray, w: np.ndarray, h: float, lam: np.ndarray) -> None:
+        """The numpy reference of :meth:`project`: one fancy-indexed update per batch.
+
+        A particle's row ``(x, y)`` is gathered and scattered as one complex number where
+        the positions allow it (C order, float64 or float32): the same bits, moved by a
+        1-D ``take`` / assignment (0.5 us for a batch of 150 links, against 3.3 us for
+        ``x[i]`` on an ``(n, 2)`` array)."""
+        # In the positions' float type throughout: a float32 world computes in float32.
+        f = x.dtype.type
+        inv_h2 = f(1.0 / (h * h))
+        half, eps, zero = f(0.5), f(1e-12), f(0.0)
+        pair = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
+        rows = (x.view(pair[x.dtype]).reshape(-1) if x.dtype in pair and x.ndim == 2
+                and x.shape[1] == 2 and x.flags.c_contiguous else None)
+        for (b, ci, cj, rest, rope, at, soft, wi, wj, denom, positive, even, any_even,
+             half_rest) in self._numpy_terms(w, x.dtype, inv_h2):
+            if rows is not None:
+                xi = rows.take(ci).view(f).reshape(-1, 2)
+                xj = rows.take(cj).view(f).reshape(-1, 2)
+            else:
+                xi, xj = x[ci], x[cj]
+            d = xj - xi
+            L = np.sqrt(np.einsum("ij,ij->i", d, d))
+            C = L - rest
+            ok = positive & (L > 1e-12) & ~(rope & (C < 0))     # a slack rope link: no
+            num = -C - np.where(soft, at * lam[b], 0.0)      # rigid links never read lam
+            s = np.where(ok, num / np.where(ok, denom * L, 1.0), 0.0)
+            lam[b] += s * L
+            corr = s[:, None] * d
+            # The batch's links share no particle: its ends' rows are still xi and xj.
+            if not any_even:
+                xi = xi - wi * corr
+                xj = xj + wj * corr
+            else:
+                se = half - half_rest / np.maximum(L, eps)
+                se = np.where(rope, np.maximum(se, zero), se)
+                xi = xi + np.where(even, se[:, None] * d, -(wi * corr))
+                xj = xj + np.where(even, -(se[:, None] * d), wj * corr)
+            if rows is not None:
+                rows[ci] = xi.view(rows.dtype).reshape(-1)
+                rows[cj] = xj.view(rows.dtype).reshape(-1)
+            else:
+                x[ci] = xi
+                x[cj] = xj
 
     # --- measuring and breaking ---------------------------------------------------------
 
