@@ -869,3 +869,42 @@ def test_a_session_that_cannot_keep_up_takes_one_frame_of_steps_not_a_spiral(app
     assert s.last_plan == [H] * 3                        # then real time again
     b = s.policy.book
     assert b.real == pytest.approx(b.simulated + s.policy.pending + b.dropped)
+
+
+def test_a_first_world_run_compiled_is_drawn_before_the_kernels_load(monkeypatch):
+    """With a warm cache a big first world runs compiled from its first step, and the
+    first call imports numba and loads the kernels (~0.9 s). The first frame (no step
+    yet) is drawn on numpy before that, so the window is not black meanwhile; the
+    second frame has the compiled kernels."""
+    import gc
+
+    from sandbox.app import main as M
+    from sandbox.sim import backend
+
+    class WarmCache:                 # a warm-up whose kernels are used from the start
+        ready, done, warm, numpy_first, phase = False, False, True, False, "loading"
+        ready_parts: set = set()
+
+        def status(self):
+            return "loading kernels"
+
+        def close(self):
+            pass
+
+    def start(dtype="float64", small=False):
+        backend.set_ready(True)
+        return WarmCache()
+
+    seen = []
+    frame = M.App.frame
+
+    def spy(self, dt):
+        seen.append((backend.usable("kernels"), backend.usable("contacts")))
+        frame(self, dt)
+    monkeypatch.setattr(M, "start_kernels", start)
+    monkeypatch.setattr(M.App, "frame", spy)
+    try:
+        assert run_app("rope", frames=2) == 0
+    finally:
+        gc.unfreeze()
+    assert seen == [(False, False), (True, True)]
