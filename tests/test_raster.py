@@ -382,3 +382,23 @@ def test_auto_draws_with_numpy_when_numba_turns_out_unusable(monkeypatch):
     if raster.AVAILABLE:
         with pytest.raises(RuntimeError, match="broken llvmlite"):
             raster._use_kernels("numba")
+
+
+@needs_numba
+def test_stamp_hands_the_kernel_one_colour_type(monkeypatch):
+    """Per-point colours (read-only through ``broadcast_to``) and one colour reach the
+    compiled stamp as the same type, writable and C order: a read-only array is another
+    type to numba, whose first call loaded a second kernel in the middle of a frame."""
+    seen = []
+    monkeypatch.setattr(raster, "_stamp_kernel",
+                        lambda pix, pts, offs, colours: seen.append(
+                            (colours.dtype, colours.flags.writeable,
+                             colours.flags.c_contiguous)))
+    pix = np.zeros((8, 8), np.uint32)
+    pts = np.array([[1.0, 1.0], [3.0, 4.0]])
+    offs = np.zeros((1, 2), np.int64)
+    per_point = np.array([5, 6], np.uint32)
+    per_point.flags.writeable = False
+    raster.stamp(pix, pts, offs, per_point, backend="numba")
+    raster.stamp(pix, pts, offs, 7, backend="numba")
+    assert seen == [(np.dtype(np.uint32), True, True)] * 2

@@ -654,8 +654,11 @@ def stamp(pix: np.ndarray, pts: np.ndarray, offsets: np.ndarray, colours,
         return
     colours = np.broadcast_to(np.asarray(colours, pix.dtype), (len(pts),))
     if _use_kernels(backend):
+        # Always a writable copy: a read-only one (per-point colours come through
+        # broadcast_to) is another type to numba, and its first call loaded a second
+        # kernel in the middle of a frame (74-107 ms, right after the switch).
         _stamp_kernel(pix, np.ascontiguousarray(pts), np.ascontiguousarray(offsets, np.int64),
-                      np.ascontiguousarray(colours))
+                      np.array(colours, order="C"))
         return
     ok = np.isfinite(pts).all(axis=1)
     # Far-away points would overflow int32 and can never touch the window.
