@@ -157,14 +157,15 @@ def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
     the extras (the renderer's), then they; the child says when each part is in, so
     a cloth is simulated and drawn compiled while the contacts still compile."""
     calls = []
-    monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: calls.append("kernels"))
+    monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: calls.append(("kernels", d)))
     monkeypatch.setattr(warmup, "_extras", lambda e: calls.append(("extras", e)))
     monkeypatch.setattr(warmup, "_contacts", lambda d: calls.append(("contacts", d)))
-    warmup.warm_up(("float32",), ("float64",), extra=("m:f",),
+    warmup.warm_up(("float64", "float32"), ("float64",), extra=("m:f",),
                    on_kernels=lambda: calls.append("said kernels"),
                    on_extra=lambda: calls.append("said extras"))
-    assert calls == ["kernels", "said kernels", ("extras", ("m:f",)), "said extras",
-                     ("contacts", ("float64",))]
+    # The level's float type first; the other one last, for a level switch.
+    assert calls == [("kernels", ("float64",)), "said kernels", ("extras", ("m:f",)),
+                     "said extras", ("contacts", ("float64",)), ("kernels", ("float32",))]
 
 
 @needs_numba

@@ -56,16 +56,19 @@ WARM_DELAY_S = 1.5
 
 def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
             on_kernels=None, on_extra=None) -> None:
-    """Every kernel for worlds of the float types ``dtypes``; then each
-    ``"module:function"`` of ``extra`` (other numba kernels, e.g. a renderer's); then
-    the contact stages for ``contact_dtypes`` (default: ``dtypes``; ``()`` skips
-    them), the longest part. ``on_kernels()`` is called once the constraint and
-    Verlet kernels are done, ``on_extra()`` once the extras are: a cloth then runs
-    and is drawn compiled while the contact stages still compile."""
+    """Every kernel for worlds of the float types ``dtypes``, the first (the level's)
+    first; then each ``"module:function"`` of ``extra`` (other numba kernels, e.g. a
+    renderer's); then the contact stages for ``contact_dtypes`` (default: ``dtypes``;
+    ``()`` skips them), the longest part; then the kernels of the other float types (for
+    a level switch: the level on screen does not wait for them). ``on_kernels()`` is
+    called once the first type's constraint and Verlet kernels are done, ``on_extra()``
+    once the extras are: a cloth then runs and is drawn compiled while the contact
+    stages still compile."""
     if not backend.INSTALLED:
         return
+    dtypes = tuple(dtypes)
     with backend.loading():
-        kernels.warm_up(dtypes)
+        kernels.warm_up(dtypes[:1])
         if on_kernels is not None:
             on_kernels()
     _extras(extra)
@@ -73,6 +76,8 @@ def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
         on_extra()
     with backend.loading():
         _contacts(dtypes if contact_dtypes is None else contact_dtypes)
+        if dtypes[1:]:
+            kernels.warm_up(dtypes[1:])
 
 
 def _extras(extra) -> None:
@@ -237,7 +242,7 @@ class Warmup:
                 time.sleep(WARM_DELAY_S)
             if "kernels" not in self.ready_parts:
                 with backend.loading():
-                    kernels.warm_up(self.dtypes)
+                    kernels.warm_up(self.dtypes[:1])      # the level's float type
                 self._part_ready("kernels")
             warm_up(self.dtypes, self.contact_dtypes, self.extra,
                     on_extra=lambda: self.ready_parts.add("extras"))
@@ -279,7 +284,7 @@ class Warmup:
             # then the extras (the drawing's kernels: the app switches its renderer).
             if line.strip() == b"kernels ready" and not self._closed:
                 with backend.loading():
-                    kernels.warm_up(self.dtypes)
+                    kernels.warm_up(self.dtypes[:1])
                 self._part_ready("kernels")
             elif line.strip() == b"extras ready" and not self._closed:
                 _extras(self.extra)
