@@ -952,7 +952,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         # 200x200 cloth takes most of a second), and the first call imports numba and
         # loads the kernels (~0.9 s). Its first frame (no step yet) is drawn on numpy
         # first, so the window shows the level and "loading kernels" during that wait
-        # instead of staying black (cloth_200: the first frame 1.8 -> 1.3 s).
+        # instead of staying black (cloth_200, headless: its first frame 1.8 -> 0.9 s).
         held = [p for p in backend.PARTS if backend.ready(p)] if kernels is not None else []
         for part in held:
             backend.set_ready(False, part)

@@ -84,6 +84,10 @@ def colouring_is_valid(i: np.ndarray, j: np.ndarray, colour: np.ndarray) -> bool
     return np.unique(key).size == key.size
 
 
+#: A particle's row ``(x, y)`` as one number, for the numpy sweep's gathers and scatters.
+_ROW = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
+
+
 @dataclass
 class Constraints:
     """Structure of arrays of ``m`` distance constraints, with their colour batches."""
@@ -393,8 +397,7 @@ class Constraints:
         f = x.dtype.type
         inv_h2 = f(1.0 / (h * h))
         half, eps, zero = f(0.5), f(1e-12), f(0.0)
-        pair = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
-        rows = (x.view(pair[x.dtype]).reshape(-1) if x.dtype in pair and x.ndim == 2
+        rows = (x.view(_ROW[x.dtype]).reshape(-1) if x.dtype in _ROW and x.ndim == 2
                 and x.shape[1] == 2 and x.flags.c_contiguous else None)
         for (b, ci, cj, rest, rope, at, soft, wi, wj, denom, positive, even, any_even,
              half_rest) in self._numpy_terms(w, x.dtype, inv_h2):
