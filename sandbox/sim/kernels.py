@@ -41,6 +41,11 @@ def __getattr__(name):
 
 
 ROPE = 1
+# Kernels compiled with ``_nrt=False`` only read and write the arrays they are given
+# (none made, none returned): numba counts no references in them, which costs ~5 ns
+# an array a call (``collide.jit.jit_borrow`` says more). The links' serial sweep of
+# the compiled contact frame and its helpers are such kernels.
+
 #: Modes of a row of a constraint plan (see ``Constraints.plan``) and its longest run.
 GATHER, RUN_STRIDE, RUN_PAIRS, GATHER_SOFT = 0, 1, 2, 3
 CHUNK = 1024
@@ -135,7 +140,7 @@ if INSTALLED:
     # (non-negative offsets: no wraparound selects). Only rigid links run here (stiff
     # cloth, ropes): the compliant ones need their lambda and take the gather path.
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
     def _run_stride(xi, xj, wi, wj, rest, taut):  # pragma: no cover - compiled
         """Rigid links between ``xi[t]`` and ``xj[t]`` (flat views of the positions of
         particles ``i0 + t`` and ``i0 + d + t``), with their inverse masses and rest.
@@ -597,7 +602,7 @@ if INSTALLED:
     # code three to five times slower (measured on the soft blob's compliant links: ~30
     # ns a link through ``_project_one``): its own loops, written out, instead.
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
     def _pairs_serial(q, ww, rest, taut):  # pragma: no cover - compiled
         """``_run_pairs`` on the flat positions ``q`` from particle ``i0`` (four
         numbers a link) and their inverse masses ``ww``, not inlined."""
@@ -637,7 +642,7 @@ if INSTALLED:
             den[k] = wi + wj + at
             even[k] = (at == 0) & (wi == wj) & (wi > 0)
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
     def _gather_factored(x, w, ci, cj, rest, compliance, kind, lam, inv_h2, den,
                          even):  # pragma: no cover - compiled
         """``_project_one`` for every link of the (sliced) arrays, in order, with the
@@ -679,7 +684,7 @@ if INSTALLED:
             x[j, 0] += wj * cx
             x[j, 1] += wj * cy
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
     def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
                      buf):  # pragma: no cover - compiled
         """``_gather_factored`` for the row of compliant sticks (``GATHER_SOFT``) of
@@ -749,7 +754,7 @@ if INSTALLED:
                 x[j, 1] += wj * cy
         return True
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
+    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
     def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
                        even, buf):  # pragma: no cover - compiled
         """One XPBD sweep in one thread: the rows of ``plan`` in order (batch after

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .jit import _above, _better, _clip, _max, _min, _sign, jit
+from .jit import _above, _better, _clip, _max, _min, _sign, jit, jit_inline
 
 _UP = np.array([0.0, 1.0])
 INF = math.inf
@@ -430,6 +430,19 @@ def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, b
         return d, nx, ny
     # Walls.distance: n . p - offset
     return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
+
+
+@jit_inline
+def _contact_distance(g, px, py, ref, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                      bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
+    """``_distance(..., contact=True)`` with the walls' case where it is called: every
+    bounded world's contacts are mostly walls, and a call of ``_distance`` (ten arrays
+    passed) cost more than the wall's three loads (the soft blob's projection 1.9 ->
+    0.5 us a substep). The same expression: the same bits."""
+    if kinds[g] == WALL:
+        return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
+    return _distance(g, px, py, ref, True, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                     bnorm, bedge, p0x, p0y)
 
 # ----------------------------------------------------------------------- sweeps
 

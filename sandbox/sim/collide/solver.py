@@ -74,8 +74,20 @@ from .broad import (
     pair_list,
     rank_batches,
 )
-from .geometry import INF, MU, SEGMENT, WALL, E, _distance, _dot, _safe, _side, _sweep
-from .jit import _as, _max, _min, jit
+from .geometry import (
+    INF,
+    MU,
+    SEGMENT,
+    WALL,
+    E,
+    _contact_distance,
+    _distance,
+    _dot,
+    _safe,
+    _side,
+    _sweep,
+)
+from .jit import _as, _max, _min, jit, jit_borrow
 
 if TYPE_CHECKING:
     from .shapes import ShapeSet
@@ -782,16 +794,19 @@ class _FlatContacts:
         self.pdepth = np.zeros(m)
         self.ptouched = np.zeros(m, bool)
         self.pstuck = np.zeros(m, bool)
+        self.scratch = None
 
     def __bool__(self) -> bool:
         return bool(self.cp.size) or self.pairs is not None
 
     def project(self, x: np.ndarray, w: np.ndarray) -> None:
         """:meth:`Contacts.project` (:func:`project`)."""
+        if self.scratch is None:
+            self.scratch = pair_scratch(x, self.pair_args[0].size, self.pair_args[4].size)
         project(x, w, self.x0, self.dx, self.r, self.skin, self.cp, self.cg, self.mu,
                    self.ref, self.depth, self.touched, self.stuck, self.nrm, self.spent,
                    *self.shape_args, *self.pair_args, self.pmu, self.pdepth, self.ptouched,
-                   self.pstuck)
+                   self.pstuck, self.scratch)
 
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
                sweeps: int = 2) -> None:
@@ -845,7 +860,7 @@ def _contact_rows(C):  # pragma: no cover - compiled
             np.empty(C))
 
 
-@jit
+@jit_borrow
 def _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, lo,
                 hi):  # pragma: no cover - compiled
     """Contacts ``lo .. hi`` of :func:`begin_into`'s rows as new: no side, not hit."""
@@ -1259,17 +1274,28 @@ def _beyond(d2, limit):  # pragma: no cover - compiled
 
 
 @jit
+def pair_scratch(x, P, M):  # pragma: no cover - compiled
+    """What :func:`_project_pairs` works in for ``P`` pairs on ``M`` nodes (or more):
+    ``live, c, count, ta, tb``. Made by its callers: :func:`project` makes no array
+    (``jit_borrow``)."""
+    return (np.empty(P, np.int64), np.empty((P, 2), x.dtype), np.empty(M, np.int64),
+            np.empty((M, 2)), np.empty((M, 2)))
+
+
+@jit_borrow
 def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touched,
-                   stuck):  # pragma: no cover - compiled
-    """``Contacts._project_pairs``: one Jacobi pass, averaged per pair."""
+                   stuck, scratch):  # pragma: no cover - compiled
+    """``Contacts._project_pairs``: one Jacobi pass, averaged per pair, in the arrays
+    of ``scratch`` (:func:`pair_scratch`)."""
     P = i.size
     M = nodes.size
     skin_f = _as(x, skin)
     one = _as(x, 1.0)
     zero = _as(x, 0.0)
-    live = np.empty(P, np.int64)
-    c = np.empty((P, 2), x.dtype)
-    count = np.zeros(M, np.int64)
+    live = scratch[0]
+    c = scratch[1]
+    count = scratch[2][:M]
+    count[:] = 0
     nl = 0
     for k in range(P):
         ii = np.uint64(i[k])        # unsigned: no wraparound tests (module docstring)
@@ -1308,8 +1334,10 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
     if not nl:
         return
     # Sums in pair order from zero, the a ends then the b ends, as np.bincount.
-    ta = np.zeros((M, 2))
-    tb = np.zeros((M, 2))
+    ta = scratch[3][:M]
+    tb = scratch[4][:M]
+    ta[:] = 0.0
+    tb[:] = 0.0
     for q in range(nl):
         k = np.uint64(live[q])
         ka = np.uint64(a[k])
@@ -1333,21 +1361,23 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
         dx[p, 1] += sy
 
 
-@jit
+@jit_borrow
 def project(x, w, x0, dx, r, skin, cp, cg, mu, ref, depth, touched, stuck, nrm, spent,
             kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb,
-            nodes, reach, pmu, pdepth, ptouched, pstuck):  # pragma: no cover - compiled
-    """``Contacts.project``: the particle pairs, then the shapes and walls, each
-    contact after the previous one (a particle's contacts in the reference's
-    order; different particles do not interact here)."""
+            nodes, reach, pmu, pdepth, ptouched, pstuck,
+            scratch):  # pragma: no cover - compiled
+    """``Contacts.project``: the particle pairs (in ``scratch``: :func:`pair_scratch`,
+    room for them), then the shapes and walls, each contact after the previous one (a
+    particle's contacts in the reference's order; different particles do not
+    interact here)."""
     if pi.size:
         _project_pairs(x, w, x0, dx, skin, pi, pj, pa, pb, nodes, reach, pmu, pdepth,
-                       ptouched, pstuck)
+                       ptouched, pstuck, scratch)
     for c in range(cp.size):
         q = np.uint64(cp[c])
-        d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows, geo,
-                              pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
-                              x0[q, 1])
+        d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], kinds, rows, geo,
+                                      pverts, pnorm, pedge, bverts, bnorm, bedge,
+                                      x0[q, 0], x0[q, 1])
         pen = r[q] - d
         if not (pen > 0 and w[q] > 0):
             continue
@@ -1387,7 +1417,7 @@ def _stop_k(vn, vn_ref, mu):  # pragma: no cover - compiled
     return new - vn, mu * _max(new - vn_ref, 0.0)
 
 
-@jit
+@jit_borrow
 def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e, mu,
                  used, lift):  # pragma: no cover - compiled
     """The shape contacts' part of ``Contacts._velocity_sweep`` (``_shape_velocity``
@@ -1427,7 +1457,7 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
     return change
 
 
-@jit
+@jit_borrow
 def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck,
                 aref, aused, e, mu, nodes, dn, dt, sv, vtx, vty, size, live, count, da,
                 db):  # pragma: no cover - compiled
@@ -1508,7 +1538,7 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
     return change
 
 
-@jit
+@jit_borrow
 def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
                     used, lift, pairs):  # pragma: no cover - compiled
     """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
@@ -1553,7 +1583,7 @@ def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, t
                        at, vhit, tau, finish_space(x, cp.size, pi.size, nodes.size))
 
 
-@jit
+@jit_borrow
 def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th,
                 touch, sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows,
                 geo, pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes,
@@ -1582,9 +1612,9 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
             cny[c] = nrm[c, 1]
             cact[c] = w[q] > 0
         else:
-            d, nx, ny = _distance(cg[c], x[q, 0], x[q, 1], ref[c], True, kinds, rows,
-                                  geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
-                                  x0[q, 0], x0[q, 1])
+            d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], kinds, rows,
+                                          geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
+                                          x0[q, 0], x0[q, 1])
             cnx[c] = nx
             cny[c] = ny
             cact[c] = d < r[q] + touch_f and w[q] > 0
@@ -1779,6 +1809,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     bspace = begin_space(X, nshapes, nwalls)
     fspace = finish_space(X, bspace[6].size, pi.size, nodes.size)   # room of the rows
     pdepths = np.zeros(pi.size)                 # the pairs' state, room for the list
+    pscratch = pair_scratch(X, pi.size, nodes.size)
     pflags = np.zeros((2, pi.size), np.bool_)
     for s in range(steps):
         for k in range(n):
@@ -1812,6 +1843,8 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         if P > pdepths.size:
             pdepths = np.zeros(P)
             pflags = np.zeros((2, P), np.bool_)
+        if P > pscratch[0].size or qn.size > pscratch[2].size:
+            pscratch = pair_scratch(X, P, qn.size)
         pdepth = pdepths[:P]
         pdepth[:] = 0.0
         ptouched = pflags[0, :P]
@@ -1828,7 +1861,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
                 project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
                         nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
                         bnorm, bedge, qi, qj, qa, qb, qn, qr, mu_def, pdepth, ptouched,
-                        pstuck)
+                        pstuck, pscratch)
         _add_scaled_difference(v, X, PX, c1s[s])
         if have:
             finish_into(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch,
