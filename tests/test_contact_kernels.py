@@ -522,3 +522,45 @@ def test_warm_up_compiles_every_kernel_for_both_float_types():
     for f, arg in ((ck.begin, 0), (ck.pair_list, 0), (ck.project, 0), (ck.finish, 0),
                    (ck.max_moved2, 0), (ck.any_moving, 2)):
         assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
+    """``begin``'s wall rule: particle ``q`` is near wall ``k`` when ``n_k . x1 - o_k``
+    is below ``r + max(|x1 - x0|, 0) + margin`` (in float64; never for a pinned or a
+    NaN particle), the hits in (particle, wall) order. The four walls of ``bounds``
+    take a vectorised test (``_near_walls``), any other number the plain loop
+    (``_other_walls``): both against the rule written in numpy, and three walls
+    against the four without the last."""
+    rng = np.random.default_rng(5)
+    n = 600
+    x0 = rng.uniform(-4.2, 4.2, (n, 2)).astype(dtype)
+    x1 = (x0 + rng.normal(0, 0.05, (n, 2))).astype(dtype)
+    x1[::97] = np.nan
+    w = np.where(rng.random(n) < 0.1, 0.0, 1.0).astype(dtype)
+    r = rng.uniform(0.0, 0.1, n).astype(dtype)
+    col = C.Colliders()
+    t = col.tables((-4.0, -4.0, 4.0, 4.0))
+    kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
+    rest = t.begin_args[11:]
+    assert S == 0 and nw == 4
+    margin = 1e-3
+
+    def hits(nwalls):
+        out = solver.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), kinds[:nwalls],
+                           rows[:nwalls], geo[:nwalls], 0, nwalls, *shapes, *rest, 0.0, 0.0,
+                           float(np.finfo(dtype).eps), C.SKIN, C.TOUCH, margin,
+                           C.BRUTE_PAIRS, 10_000, np.zeros((0, 2), dtype),
+                           np.zeros((0, 2), dtype), 0.0, np.inf)
+        return [(int(p), int(g)) for p, g in zip(out[0], out[1], strict=True)]
+
+    m = np.asarray(margin, dtype)
+    path = np.sqrt(((x1 - x0) ** 2).sum(axis=1))
+    lim = np.maximum(r + m, r + path + m).astype(np.float64)
+    lim = np.where(w > 0, lim, -np.inf)
+    want = [(q, k) for q in range(n) for k in range(4)
+            if (geo[k, 0] * x1[q, 0] + geo[k, 1] * x1[q, 1]) - geo[k, 2] < lim[q]]
+    four, three = hits(4), hits(3)
+    assert four == want
+    assert three == [(q, k) for q, k in want if k < 3]
+    assert len({q for q, _ in want}) > 30 and any(k == 3 for _, k in want)
