@@ -437,8 +437,9 @@ def _contact_distance(g, px, py, ref, kinds, rows, geo, pverts, pnorm, pedge, bv
                       bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
     """``_distance(..., contact=True)`` with the walls' case where it is called: every
     bounded world's contacts are mostly walls, and a call of ``_distance`` (ten arrays
-    passed) cost more than the wall's three loads (the soft blob's projection 1.9 ->
-    0.5 us a substep). The same expression: the same bits."""
+    passed) cost more than the wall's three loads. Inlined in ``project`` and
+    ``finish_into`` (``jit_borrow``: with the reference counts gone too, the soft blob's
+    projection 1.9 -> 0.5 us a substep). The same expression: the same bits."""
     if kinds[g] == WALL:
         return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
     return _distance(g, px, py, ref, True, kinds, rows, geo, pverts, pnorm, pedge, bverts,

@@ -837,7 +837,8 @@ def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
     ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes),
     the contacts' particles and table rows (that room plus one a particle and wall,
     plus one for the walls' branch-free store) and their state (``_contact_rows``:
-    that room plus one wall a particle; more wall contacts grow them). Allocated once
+    that room plus one wall a particle; more wall contacts grow them), and which
+    particles are near the four walls of ``bounds`` (:func:`_near_walls`). Allocated once
     a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
     their reference counts: ~15 % of the soft blob's profile) are gone."""
     n = x1.shape[0]
