@@ -913,22 +913,23 @@ def _largest_abs(x):  # pragma: no cover - compiled
 
 
 @jit_inline
-def _wall_limit(x0, x1, r, w, disp, shapes, marg, q):  # pragma: no cover - compiled
-    """How far from a wall particle ``q`` counts as near (:func:`begin_into`), in
-    float64; -inf for a pinned particle (:func:`_near_walls` computes the same on flat
-    views). Inlined: only where numba counts no references, or a loop would count its
-    five arrays."""
-    rq = r[q]
+def _wall_limit(rq, dq, wq, x1x, x1y, x0x, x0y, shapes,
+                marg):  # pragma: no cover - compiled
+    """How far from a wall a particle of radius ``rq``, inverse mass ``wq``, that moved
+    from ``(x0x, x0y)`` to ``(x1x, x1y)`` counts as near (:func:`begin_into`), in
+    float64; -inf for a pinned particle. ``dq``: its ``disp`` (read with shapes only).
+    Numbers in, no arrays: inlined in a loop it adds no reference counts, and the
+    caller reads the positions as a vector loop can."""
     if shapes:
-        lo = rq + disp[q] + marg
+        lo = rq + dq + marg
         hi = -np.inf
     else:
         lo = rq + marg
-        ddx = x1[q, 0] - x0[q, 0]
-        ddy = x1[q, 1] - x0[q, 1]
+        ddx = x1x - x0x
+        ddy = x1y - x0y
         hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
     top = hi if hi > lo else lo
-    return np.float64(top) if w[q] > 0 else -np.inf
+    return np.float64(top) if wq > 0 else -np.inf
 
 
 @jit_inline
@@ -960,19 +961,10 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
     f1 = x1.reshape(-1)
     n = x1.shape[0]
     for q in range(n):
-        rq = r[q]
         xq = f1[2 * q]
         yq = f1[2 * q + 1]
-        if shapes:
-            lo = rq + disp[q] + marg
-            hi = -np.inf
-        else:
-            lo = rq + marg
-            ddx = xq - f0[2 * q]
-            ddy = yq - f0[2 * q + 1]
-            hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
-        top = hi if hi > lo else lo
-        lq = np.float64(top) if w[q] > 0 else -np.inf       # as _wall_limit
+        lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], xq, yq, f0[2 * q],
+                         f0[2 * q + 1], shapes, marg)
         h0, h1, h2, h3 = _bounds_hits(xq, yq, lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
                                       a3, b3, o3)
         near[q] = h0 | h1 | h2 | h3
@@ -980,7 +972,8 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
     for q in range(n):
         if not near[q]:
             continue
-        lq = _wall_limit(x0, x1, r, w, disp, shapes, marg, q)
+        lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], x1[q, 0], x1[q, 1],
+                         x0[q, 0], x0[q, 1], shapes, marg)
         hits = _bounds_hits(x1[q, 0], x1[q, 1], lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
                             a3, b3, o3)
         for k in range(4):
@@ -999,9 +992,10 @@ def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
     the count."""
     nw = 0
     for q in range(x1.shape[0]):
-        lq = _wall_limit(x0, x1, r, w, disp, shapes, marg, q)
         xq = x1[q, 0]
         yq = x1[q, 1]
+        lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], xq, yq, x0[q, 0],
+                         x0[q, 1], shapes, marg)
         for k in range(nwalls):
             dw = (geo[W0 + k, 0] * xq + geo[W0 + k, 1] * yq) - geo[W0 + k, 2]
             c_p[m + nw] = q
@@ -1098,9 +1092,9 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
              nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th, e_def, vhit[:m],
              tau[:m])
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
-    # limit, then the walls, the hits in (particle, wall) order after the shapes'
-    # contacts: the four walls of ``bounds`` written out, any other number without a
-    # branch (every pair stored, the count moving on a hit only).
+    # limit (``_wall_limit``), then the walls, the hits in (particle, wall) order after
+    # the shapes' contacts: the four walls of ``bounds`` in ``_near_walls``, any other
+    # number in ``_other_walls``.
     # hit = dw < lo or dw < hi. With shapes: lo = r + disp + margin (hi never). Without,
     # disp is not computed: lo = r + margin, and hi = r + |path| + margin, the exact
     # test; it is at most r + 2 (|dx| + |dy|) + margin, below which the reference
