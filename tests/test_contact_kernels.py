@@ -11,6 +11,8 @@ the run and the scene. Timing lives in ``python main.py bench``; these tests onl
 numbers.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -283,6 +285,78 @@ def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
         out.append(w)
         assert len(calls) == (40 if compiled else 0)
     _assert_same(*out)
+
+
+def _replace(**changes):
+    return lambda w: w.configure(dataclasses.replace(w.config, **changes))
+
+
+#: What a person or a script may change between two frames, in order; each must reach
+#: the next compiled frame (``World._lane_holds``: the arguments kept from the frame
+#: before are made again).
+_CHANGES = [
+    ("nothing", lambda w: None),
+    ("pin", lambda w: w.toggle_pin(3)),
+    ("unpin", lambda w: w.toggle_pin(3)),
+    ("heavier, still movable", lambda w: w.particles.inv_mass.__setitem__(
+        5, w.particles.inv_mass[5] * 0.25)),
+    ("gravity", _replace(gravity=(2.0, -6.0))),
+    ("restitution and friction", _replace(restitution=0.9, friction=0.05)),
+    ("iterations", _replace(iterations=3)),
+    ("odd substeps", _replace(substeps=7)),
+    ("a shape on particle 0", lambda w: w.add_shape(
+        "circle", center=w.particles.x[0].tolist(), radius=0.15)),
+    ("the bounds", _replace(bounds=(-1.4, -0.9, 1.6, 6.0))),
+    ("a cut through the middle", lambda w: w.cut(w.particles.x.mean(0) - (3.0, 0.0),
+                                                 w.particles.x.mean(0) + (3.0, 0.01))),
+    ("integrator", lambda w: w.set_integrator("verlet")),
+    ("a grab", lambda w: w.grab(int(np.argmax(w.particles.inv_mass)))),
+    ("a release", lambda w: w.release()),
+    ("energy ledger", lambda w: w.track_energy(True)),
+    ("no ledger", lambda w: w.track_energy(False)),
+    ("more particles", lambda w: w.add_particles([[0.0, 5.0]], mass=0.05, radius=0.05)),
+    ("a longer frame", lambda w: None),             # 1/50 s (the frames before: 1/60)
+    ("frames of 1/60 s again", lambda w: None),
+]
+
+
+@pytest.mark.parametrize("build", [_pile, _soft_blob], ids=lambda f: f.__name__)
+def test_a_frame_kept_from_the_frame_before_follows_every_change(build, monkeypatch):
+    """A world keeps its compiled contact frame's arguments while nothing they were made
+    from changes. Against a world that makes them every frame (the lane refused),
+    after each change of ``_CHANGES`` and over a time step that changes (1/60 s, then
+    1/50 s): the same bits every frame. Each change comes when the arguments would
+    otherwise be kept, and they are kept (``frame_args`` called fewer times: a new step
+    makes them again, twice, as the integrator's coefficients depend on the step before
+    too)."""
+    made = {}
+    real = C.Colliders.frame_args
+
+    def counted(self, *a):
+        made[id(self)] = made.get(id(self), 0) + 1
+        return real(self, *a)
+
+    monkeypatch.setattr(C.Colliders, "frame_args", counted)
+    ref, got = build(), build()
+    ref._lane_holds = lambda lane, hs: False
+    for w in (ref, got):
+        w.start(FRAME)
+    for name, change in _CHANGES:
+        for w in (ref, got):
+            change(w)
+        h = 1 / 50 if name == "a longer frame" else FRAME
+        for k in range(4):
+            for w in (ref, got):
+                w.step(h)
+            try:
+                _assert_same(ref, got)
+            except AssertionError as e:
+                raise AssertionError(f"after {name!r}, frame {k}: {e}") from None
+    kept = made[id(ref.colliders)] - made[id(got.colliders)]   # frames on kept arguments
+    assert made[id(got.colliders)] > 0 and kept >= 2 * len(_CHANGES)
+    fresh = build()                       # the changes did something
+    assert len(got.shapes) == len(fresh.shapes) + 1
+    assert build is _pile or len(got.constraints) < len(fresh.constraints)
 
 
 def test_a_cached_frame_runs_in_a_fresh_process():

@@ -256,6 +256,60 @@ def test_all_finite_is_the_states_is_finite(dtype):
 
 
 @needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_back_up_copies_every_bit_and_compares_the_movable_rows(dtype):
+    """``kernels.back_up`` (a world's backup before every step): the four arrays copied
+    bit for bit (NaN payloads, -0.0, infinities, subnormals), and True exactly when
+    ``w > 0`` row by row is the given mask (numpy's rule; a NaN mass is not movable;
+    a mask of another length, as before any gravity field, is never the same)."""
+    rng = np.random.default_rng(7)
+    n = 37
+    f = np.dtype(dtype)
+    odd = np.array([np.nan, -0.0, np.inf, -np.inf, np.finfo(f).tiny / 4, 1.0], f)
+    bits = odd.view(np.uint32 if f.itemsize == 4 else np.uint64)
+    bits[0] |= 0x5                                    # a NaN with a payload
+    x, v, xp = (rng.standard_normal((n, 2)).astype(f) for _ in range(3))
+    x[:3, 0], v[3:6, 1], xp[-6:, 0] = odd[:3], odd[3:], odd
+    w = np.abs(rng.standard_normal(n)).astype(f)
+    w[::5] = 0.0
+    w[7] = np.nan
+    w[8] = -1.0
+    backups = [np.full_like(a, 9.0) for a in (x, v, xp, w)]
+    movable = w > 0
+    assert kernels.back_up(x, v, xp, w, *backups, movable)
+    for a, b in zip((x, v, xp, w), backups, strict=True):
+        assert a.tobytes() == b.tobytes()
+    for k in (0, 7, 8, n - 1):                        # one row flipped: not the same
+        other = movable.copy()
+        other[k] = not other[k]
+        assert not kernels.back_up(x, v, xp, w, *backups, other), k
+    assert not kernels.back_up(x, v, xp, w, *backups, np.zeros(0, np.bool_))
+    assert not kernels.back_up(x, v, xp, w, *backups, np.ones(n - 1, np.bool_))
+
+
+@needs_numba
+def test_a_world_rolls_back_to_its_backup_when_a_frame_diverges():
+    """The backup a compiled frame starts from (``World._back_up``) is what a diverged
+    frame restores: positions, velocities and the previous positions as they were
+    before it, bit for bit, and an error saying so."""
+    from sandbox.sim.world import SimulationDiverged
+
+    w = World(WorldConfig(bounds=(-2.0, -1.0, 2.0, 3.0), substeps=4))
+    B.BUILDERS["soft_blob"](w, center=(0.0, 0.0), cols=4, rows=4, spacing=0.1, mass=0.05,
+                            radius=0.04, compliance=1e-5)
+    for _ in range(5):
+        w.step(1 / 60)
+    p = w.particles
+    before = [a.copy() for a in (p.x, p.v, p.x_prev)]
+    p.x[3, 0] = np.inf      # as a blow-up would leave it
+    before[0][3, 0] = np.inf
+    with pytest.raises(SimulationDiverged):
+        w.step(1 / 60)
+    for a, b in zip((p.x, p.v, p.x_prev), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@needs_numba
 def test_float32_world_runs_in_float32_and_tracks_float64():
     ref = _run(_scene("auto", substeps=8, iterations=1), frames=30)
     got = _run(_scene("auto", dtype="float32", substeps=8, iterations=1), frames=30)

@@ -382,10 +382,22 @@ class Colliders:
         ``p.x_prev``'s array (the caller swaps the two), or None when the state is not
         one the kernels take (nothing done). The Verlet list carries over both ways.
 
+        :meth:`frame_args` then :meth:`run_frame`; a world keeps the first's result
+        while nothing it depends on changes (``World._frame_compiled``)."""
+        args = self.frame_args(p, config, exclude, links, lam, zero_lam, coefficients, h,
+                               fold)
+        return None if args is None else self.run_frame(p, a, args)
+
+    def frame_args(self, p, config, exclude, links, lam, zero_lam: bool, coefficients,
+                   h: float, fold) -> tuple | None:
+        """What :meth:`run_frame` passes to the compiled frame besides the state (the
+        arguments of :meth:`frame`), or None when the state is not one the kernels
+        take.
+
         Everything that stays from frame to frame (the tables, the materials, the
         scratch) is assembled once: a frame of a small scene costs less than the
         Python around it would otherwise."""
-        x, w, r = p.x, p.inv_mass, p.radius
+        x, r = p.x, p.radius
         if not self.compiled(p, p.x_prev):
             return None
         dtype = x.dtype
@@ -412,21 +424,27 @@ class Colliders:
             links = (z, z, np.zeros(0, dtype), np.zeros(0, dtype), np.zeros(0, np.int8),
                      np.zeros((0, 6), np.int64), np.zeros(1, np.int64))
             lam = np.zeros(0, dtype)
+        mid = (*scratch, rc, ca, c1s, c2s, float(fold.velocity_time), h, g * h, *passes,
+               bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
+               *shapes)
+        return mid, (bool(config.collide_particles), exclude), new_skin
+
+    def run_frame(self, p, a, args: tuple) -> bool:
+        """The compiled frame on the particles ``p`` under the gravity field ``a``,
+        with ``args`` from :meth:`frame_args`; returns :meth:`frame`'s ``swapped``."""
+        mid, (collide, exclude), new_skin = args
+        x, r = p.x, p.radius
         L = self._pair_list
-        valid = (config.collide_particles and L is not None and L.key[0] == x.shape[0]
+        valid = (collide and L is not None and L.key[0] == x.shape[0]
                  and L.key[1] is r and L.key[2] is exclude)
         if valid:
             state = (L.i, L.j, L.a, L.b, L.nodes, L.reach, L.x_ref, L.skin)
         else:
             z = np.zeros(0, np.int64)
-            state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), dtype), 0.0)
+            state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), x.dtype), 0.0)
         solver.launch_threads()
         swapped, valid, *lst, x_ref, skin = solver.frame(
-            x, p.x_prev, p.v, a, w, r, *scratch, rc, ca, c1s, c2s,
-            float(fold.velocity_time), h, g * h,
-            *passes,
-            bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
-            *shapes, valid, *state, new_skin)
+            x, p.x_prev, p.v, a, p.inv_mass, r, *mid, valid, *state, new_skin)
         if valid:
             i, j, a_, b_, nodes, reach = lst
             self._pair_list = _PairList((x.shape[0], r, exclude), x_ref, float(skin), i, j,
