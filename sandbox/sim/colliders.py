@@ -427,21 +427,20 @@ class Colliders:
         mid = (*scratch, rc, ca, c1s, c2s, float(fold.velocity_time), h, g * h, *passes,
                bool(links[0].size), *links, dtype.type(1.0 / (h * h)), lam, bool(zero_lam),
                *shapes)
-        return mid, (bool(config.collide_particles), exclude), new_skin
+        z = np.zeros(0, np.int64)               # no Verlet list (the frame reads it only)
+        empty = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), dtype), 0.0)
+        return mid, (bool(config.collide_particles), exclude, empty), new_skin
 
     def run_frame(self, p, a, args: tuple) -> bool:
         """The compiled frame on the particles ``p`` under the gravity field ``a``,
         with ``args`` from :meth:`frame_args`; returns :meth:`frame`'s ``swapped``."""
-        mid, (collide, exclude), new_skin = args
+        mid, (collide, exclude, state), new_skin = args
         x, r = p.x, p.radius
         L = self._pair_list
         valid = (collide and L is not None and L.key[0] == x.shape[0]
                  and L.key[1] is r and L.key[2] is exclude)
         if valid:
             state = (L.i, L.j, L.a, L.b, L.nodes, L.reach, L.x_ref, L.skin)
-        else:
-            z = np.zeros(0, np.int64)
-            state = (z, z, z, z, z, np.zeros(0, r.dtype), np.zeros((0, 2), x.dtype), 0.0)
         solver.launch_threads()
         swapped, valid, *lst, x_ref, skin = solver.frame(
             x, p.x_prev, p.v, a, p.inv_mass, r, *mid, valid, *state, new_skin)
