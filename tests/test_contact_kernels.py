@@ -607,13 +607,17 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     NaN particle), the hits in (particle, wall) order. The four walls of ``bounds``
     take a vectorised test (``_near_walls``), any other number the plain loop
     (``_other_walls``): both against the rule written in numpy, and three walls
-    against the four without the last."""
+    against the four without the last. Particle 1's path is so long that its square
+    overflows: near every wall."""
     rng = np.random.default_rng(5)
     n = 600
     x0 = rng.uniform(-4.2, 4.2, (n, 2)).astype(dtype)
     x1 = (x0 + rng.normal(0, 0.05, (n, 2))).astype(dtype)
     x1[::97] = np.nan
+    big = np.sqrt(np.finfo(dtype).max) * 2      # a path whose square overflows
+    x0[1], x1[1] = (1.0, 1.0 - big), (1.0, 1.0)
     w = np.where(rng.random(n) < 0.1, 0.0, 1.0).astype(dtype)
+    w[1] = 1.0
     r = rng.uniform(0.0, 0.1, n).astype(dtype)
     col = C.Colliders()
     t = col.tables((-4.0, -4.0, 4.0, 4.0))
@@ -631,12 +635,18 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
         return [(int(p), int(g)) for p, g in zip(out[0], out[1], strict=True)]
 
     m = np.asarray(margin, dtype)
-    path = np.sqrt(((x1 - x0) ** 2).sum(axis=1))
+    with np.errstate(over="ignore"):
+        path = np.sqrt(((x1 - x0) ** 2).sum(axis=1))
     lim = np.maximum(r + m, r + path + m).astype(np.float64)
     lim = np.where(w > 0, lim, -np.inf)
-    want = [(q, k) for q in range(n) for k in range(4)
-            if (geo[k, 0] * x1[q, 0] + geo[k, 1] * x1[q, 1]) - geo[k, 2] < lim[q]]
+    dw = (geo[:4, 0] * x1[:, :1] + geo[:4, 1] * x1[:, 1:]) - geo[:4, 2]   # (n, 4)
+    want = [(q, k) for q in range(n) for k in range(4) if dw[q, k] < lim[q]]
     four, three = hits(4), hits(3)
     assert four == want
     assert three == [(q, k) for q, k in want if k < 3]
     assert len({q for q, _ in want}) > 30 and any(k == 3 for _, k in want)
+    assert [(1, k) for k in range(4)] == [h for h in want if h[0] == 1]
+    # The vector loop's bound on the path (2 (|dx| + |dy|)) lets these through to the
+    # exact test, which turns them away:
+    bound = (r + 2 * np.abs(x1 - x0).sum(axis=1) + m).astype(np.float64)
+    assert ((lim[:, None] <= dw) & (dw < bound[:, None])).sum() > 10
