@@ -1027,6 +1027,53 @@ def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
     return nw
 
 
+@jit_borrow
+def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_min, margin,
+                 c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,
+                 near):  # pragma: no cover - compiled
+    """:func:`begin_into` for a world without shapes (table rows ``0 ..`` are walls)
+    in the arrays of its ``space``: the tolerances, the walls, the contacts' rows
+    cleared and their materials. Returns ``(C, skin, touch)``; ``C`` is -1, the rows
+    untouched, when more wall contacts than rows were found (particles in corners:
+    ``begin_into`` grows them).
+
+    Its own kernel counting no references, which the frame calls directly: a call of
+    ``begin_into`` counted its 34 arguments (with ``space``'s 17) on entry and exit,
+    and made twelve views to return, ~0.5 us of the soft blob's 2 us a substep."""
+    top = _largest_abs(x1)          # _tolerances(x1)
+    s16 = 16.0 * eps * (1.0 + top)
+    skin = s16 if s16 > skin_min else skin_min
+    s100 = 100.0 * skin
+    touch = s100 if s100 > touch_min else touch_min
+    n = x1.shape[0]
+    if nwalls == 0 or n == 0:
+        return 0, skin, touch
+    if c_p.size < n * nwalls + 1 or (nwalls == 4 and near.size < n):
+        return -1, skin, touch      # not begin_space's arrays for these particles
+    marg = _as(x1, margin)
+    if nwalls == 4:
+        C = _near_walls(x0, x1, r, w, r, geo, 0, False, marg, near, c_p, c_g, 0)
+    else:
+        C = _other_walls(x0, x1, r, w, r, geo, 0, nwalls, False, marg, c_p, c_g, 0)
+    if C > ref.size:
+        return -1, skin, touch
+    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo,
+                e_def, mu_def, 0, C)
+    return C, skin, touch
+
+
+@jit_borrow
+def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
+                mu_def, m, C):  # pragma: no cover - compiled
+    """The contact rows ``m .. C`` cleared, and every row's materials (NaN in the
+    table: the world's ``e_def``, ``mu_def``)."""
+    _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
+    for c in range(C):
+        g = c_g[c]
+        e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
+        mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
+
+
 @jit
 def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
                bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
@@ -1049,14 +1096,21 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     of ``space``'s arrays, valid until the next call with it.
     """
     n = x1.shape[0]
+    (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
+     mu, near) = space
+    if nshapes == 0:
+        C, skin, touch = _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps,
+                                      skin_min, touch_min, margin, c_p, c_g, ref, depth,
+                                      touched, stuck, nrm, spent, vhit, tau, e, mu, near)
+        if C >= 0:
+            return (c_p[:C], c_g[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C],
+                    depth[:C], spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
     top = _largest_abs(x1)          # _tolerances(x1)
     s16 = 16.0 * eps * (1.0 + top)
     skin = s16 if s16 > skin_min else skin_min
     s100 = 100.0 * skin
     touch = s100 if s100 > touch_min else touch_min
     marg = _as(x1, margin)
-    (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-     mu, near) = space
     movable = 0
     for q in range(n if nshapes else 0):     # without shapes only walls need it
         ddx = x1[q, 0] - x0[q, 0]
@@ -1145,12 +1199,8 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
         tau2[:m] = tau[:m]
         ref, depth, touched, stuck, nrm, spent = ref2, depth2, touched2, stuck2, nrm2, spent2
         vhit, tau = vhit2, tau2
-    _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
-    # Materials (NaN: the world's).
-    for c in range(C):
-        g = c_g[c]
-        e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
-        mu[c] = mu_def if math.isnan(geo[g, MU]) else geo[g, MU]
+    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
+                mu_def, m, C)
     return (c_p[:C], c_g[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C], depth[:C],
             spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
 
@@ -1926,11 +1976,25 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         _verlet_step(X, PX, a, rc[s], ca[s], zero, c2s[s], v)
         X, PX = PX, X
         dx[:] = 0.0
-        (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-         touch) = begin_into(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
-                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
-                             dims, e_def, mu_def, eps, skin_min, touch_min, margin,
-                             brute_pairs, max_cells, v_old, a, h, v_th, bspace)
+        C = -1
+        if nshapes == 0:            # walls only: straight into bspace (_begin_walls)
+            C, skin, touch = _begin_walls(PX, X, w, r, geo, nwalls, e_def, mu_def, eps,
+                                          skin_min, touch_min, margin, bspace[4],
+                                          bspace[5], bspace[6], bspace[7], bspace[8],
+                                          bspace[9], bspace[10], bspace[11], bspace[12],
+                                          bspace[13], bspace[14], bspace[15], bspace[16])
+        if C >= 0:
+            cp, cg, ref, depth = bspace[4][:C], bspace[5][:C], bspace[6][:C], bspace[7][:C]
+            touched, stuck, nrm = bspace[8][:C], bspace[9][:C], bspace[10][:C]
+            spent, vhit, tau = bspace[11][:C], bspace[12][:C], bspace[13][:C]
+            ce, cmu = bspace[14][:C], bspace[15][:C]
+        else:
+            (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
+             touch) = begin_into(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls,
+                                 pverts, pnorm, pedge, bverts, bnorm, bedge, keys, sids,
+                                 cell, origin, dims, e_def, mu_def, eps, skin_min,
+                                 touch_min, margin, brute_pairs, max_cells, v_old, a, h,
+                                 v_th, bspace)
         use = False
         if collide:
             if not (valid and max_moved2(X, x_ref) < (0.5 * pskin) ** 2):
