@@ -148,6 +148,17 @@ def _soft_blob(dtype="float64", integrator="tcv_corrected") -> World:
     return w
 
 
+def _cornered(dtype="float64", integrator="tcv_corrected") -> World:
+    """Three balls thrown into three corners of the bounds, no shapes: more wall
+    contacts than particles, so the walls-only start (``_begin_walls``) hands over to
+    ``begin_into``, which grows its rows."""
+    w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=4, iterations=2,
+                          bounds=(-1.0, -1.0, 1.0, 1.0), restitution=0.5, friction=0.2))
+    w.add_particles([[0.85, 0.85], [-0.85, -0.85], [0.85, -0.85]],
+                    v=[[3.0, 3.0], [-3.0, -2.0], [2.0, -3.0]], mass=0.1, radius=0.1)
+    return w
+
+
 def _many_shapes(dtype="float64", integrator="tcv_corrected") -> World:
     """Enough particles times shapes (430 x 70) for the grid broad phase, not brute
     force, with a long floor and pegs of every type."""
@@ -251,6 +262,31 @@ def test_bouncing_with_restitution_matches_the_reference(dtype, integrator):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_balls_in_corners_match_the_reference(dtype):
+    """More wall contacts than particles: the walls-only start (``_begin_walls``)
+    says so (-1) and ``begin`` grows its rows (two walls a ball), and frames of
+    ``_cornered`` give the reference's bits."""
+    x1 = np.array([[0.95, 0.95], [-0.95, -0.95], [0.95, -0.95]], dtype)
+    x0 = x1.copy()
+    w, r = np.ones(3, dtype), np.full(3, 0.1, dtype)
+    t = C.Colliders().tables((-1.0, -1.0, 1.0, 1.0))
+    kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
+    rest = t.begin_args[11:]
+    eps = float(np.finfo(dtype).eps)
+    space = solver.begin_space(x1, 0, 4)
+    C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, C.SKIN, C.TOUCH,
+                                  1e-3, *space[4:])
+    assert C_ == -1
+    out = solver.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
+                       *rest, 0.0, 0.0, eps, C.SKIN, C.TOUCH, 1e-3, C.BRUTE_PAIRS, 10_000,
+                       np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
+    assert sorted(out[0].tolist()) == [0, 0, 1, 1, 2, 2]
+    ref, got = _both(_cornered, 20, dtype=dtype)
+    _assert_same(ref, got)
+    assert np.all(np.abs(ref.particles.x) <= 0.9 + 1e-6)       # kept in the box
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_every_shape_type_and_sweeps_match_the_reference(dtype):
     ref, got = _both(_every_shape, 60, dtype=dtype)
     _assert_same(ref, got)
@@ -265,8 +301,8 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob,
+                                   _cornered], ids=lambda f: f.__name__)
 def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
     """``Colliders.frame`` (a whole frame in ``collide.solver.frame``) against the
     compiled kernels called substep by substep from Python (``World.compile_frames``
