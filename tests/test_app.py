@@ -823,6 +823,44 @@ def test_the_energy_ledger_runs_only_where_the_hud_can_show_it(tmp_path, level, 
         assert "springs / soft links store it" in text
 
 
+def test_the_energy_split_is_dropped_when_it_costs_the_frame_rate(tmp_path, monkeypatch):
+    """The ledger keeps a world on the substep path: after ``LEDGER_PATIENCE`` frames in
+    a row over ``LEDGER_BUDGET_S`` (here every frame: a budget of 0) with the kernels
+    loaded and no hand, the split is off for the level, and the HUD and a message say
+    so; a reset keeps it off, another level measures again. Frames on the numpy
+    references or with a hand never count."""
+    from sandbox.app import main as app_main
+
+    monkeypatch.setattr(app_main.App, "LEDGER_BUDGET_S", 0.0)
+    ready = [False]
+    monkeypatch.setattr(app_main.backend, "ready", lambda part=None: ready[0])
+    a = ev.window_app("rope", tmp_path, (1280, 800))
+    patience = a.LEDGER_PATIENCE
+    for _ in range(2 * patience):               # kernels still loading: never counted
+        a.frame(1 / 60)
+    assert a.world.ledger is not None
+    ready[0] = True
+    k = int(np.argmax(a.world.particles.inv_mass))
+    a.world.grab(k)
+    for _ in range(2 * patience):               # a hand: the substep path anyway
+        a.frame(1 / 60)
+    assert a.world.ledger is not None
+    a.world.release()
+    for _ in range(patience - 1):
+        a.frame(1 / 60)
+    assert a.world.ledger is not None
+    a.frame(1 / 60)
+    assert a.world.ledger is None
+    line = a._energy_line()
+    assert "split off" in line[0] and "ms of steps a frame" in line[0]
+    assert any("energy split off" in m[0] for m in a.messages)
+    a.reset()
+    a.frame(1 / 60)
+    assert a.world.ledger is None
+    a.set_level("rope")
+    assert a.world.ledger is not None and "integrator" in a._energy_line()
+
+
 def test_small_first_worlds_start_on_numpy_and_big_ones_compiled():
     """With a warm kernel cache the playground's first frame runs numpy (a few ms)
     instead of starting numba on its first call; the 200x200 cloth, whose numpy frame

@@ -170,6 +170,8 @@ class App:
         # Smoothed ms per frame: steps, energy sample, drawing, blit + display flip.
         self.timings = {"physics": 0.0, "energy": 0.0, "draw": 0.0, "present": 0.0}
         self._draw_error: str | None = None
+        self._ledger_cost: float | None = None    # ms a frame when the split was dropped
+        self._slow_frames = 0                     # frames in a row over LEDGER_BUDGET_S
         self._hud_widths: list[int] = []
         self._view = None
         self.input = Input(self)
@@ -225,6 +227,12 @@ class App:
     #: Worlds up to this many particles keep an energy ledger (World.track_energy): two
     #: energy evaluations a substep, and the substep path instead of a compiled frame.
     LEDGER_LIMIT = 5000
+    #: ... and only while it does not cost the frame rate: after ``LEDGER_PATIENCE``
+    #: frames in a row whose steps took longer than this with it (the compiled kernels
+    #: loaded, no hand), the split is off for the rest of the level. The pile of 2,000
+    #: balls took 11-12 ms a step with it, 5.3 without: ~25 fps in the window.
+    LEDGER_BUDGET_S = 0.008
+    LEDGER_PATIENCE = 30
 
     def _segment(self, label: str) -> None:
         """The integrator, the timestep or the ghost changed: a marker on the graph, and
@@ -243,6 +251,7 @@ class App:
         """A level was (re)loaded: fit its view, say what it is, title the window."""
         self._place_panel()
         self.reset_view()
+        self._ledger_cost = None            # a new level measures the split's cost again
         self._track_energy()
         # Under uniform gravity the total energy depends on where y = 0 is: a drift in
         # % of it means nothing, so the graph reads it in J (an orbit keeps %).
@@ -255,9 +264,30 @@ class App:
         """The energy ledger only where the HUD can show it: it costs two energy
         evaluations a substep and keeps the world off its compiled frame (the soft blob:
         ~25 ms a frame with it, under 1 ms without), so not above ``LEDGER_LIMIT``
-        particles and not where springs or soft links store energy (no split to show)."""
+        particles, not where springs or soft links store energy (no split to show), and
+        not once it has cost this level the frame rate (:meth:`_weigh_ledger`)."""
         w = self.world
-        w.track_energy(w.n <= self.LEDGER_LIMIT and not self._stores_energy(w))
+        w.track_energy(w.n <= self.LEDGER_LIMIT and not self._stores_energy(w)
+                       and self._ledger_cost is None)
+
+    def _weigh_ledger(self, seconds: float, stepped: bool) -> None:
+        """After a frame whose steps took ``seconds``: drop the energy split for the
+        rest of the level once it has cost the frame rate ``LEDGER_PATIENCE`` frames in
+        a row (``LEDGER_BUDGET_S``), saying so. Frames on the numpy references (the
+        kernels still loading) or with a hand (the substep path either way) do not
+        count."""
+        w = self.world
+        if (w.ledger is None or not stepped or w.mouse is not None
+                or not backend.ready() or seconds <= self.LEDGER_BUDGET_S):
+            self._slow_frames = 0
+            return
+        self._slow_frames += 1
+        if self._slow_frames >= self.LEDGER_PATIENCE:
+            self._slow_frames = 0
+            self._ledger_cost = seconds * 1e3
+            w.track_energy(False)
+            self.message(f"energy split off for this level: its steps took "
+                         f"{self._ledger_cost:.0f} ms a frame with it")
 
     @staticmethod
     def _stores_energy(w: World) -> bool:
@@ -343,6 +373,7 @@ class App:
             self._record_history()
         self._smooth("physics", t1 - t0)
         self._smooth("energy", time.perf_counter() - t1)
+        self._weigh_ledger(t1 - t0, bool(stepped))
 
     def _record_history(self) -> None:
         """Positions and velocities of the trail particles, world and ghost."""
@@ -686,6 +717,9 @@ class App:
         ledger = w.ledger
         if self._stores_energy(w):
             return ("energy      not split: springs / soft links store it", DIM)
+        if ledger is None and self._ledger_cost is not None:
+            return (f"energy      split off: {self._ledger_cost:.0f} ms of steps a frame "
+                    "with it", DIM)
         if ledger is None:
             return ("energy      split not measured above "
                     f"{self.LEDGER_LIMIT:,} particles", DIM)
