@@ -304,7 +304,7 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
 @pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob,
                                    _cornered], ids=lambda f: f.__name__)
 def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
-    """``Colliders.frame`` (a whole frame in ``collide.solver.frame``) against the
+    """``Colliders.run_frame`` (a whole frame in ``collide.solver.frame``) against the
     compiled kernels called substep by substep from Python (``World.compile_frames``
     off): the same bits, Verlet list carried across frames included. The frame runs
     (counted), and the substep path never calls it."""

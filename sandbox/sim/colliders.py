@@ -140,7 +140,7 @@ class Colliders:
         self._specs: list[dict] | None = None
         self._pair_list: _PairList | None = None
         self._table: tuple | None = None
-        self._frame_args: tuple | None = None   # what Colliders.frame keeps between frames
+        self._frame_args: tuple | None = None   # what frame_args keeps between frames
         #: "auto" (the compiled twins in ``collide`` when numba is installed), "numba"
         #: (compiled) or "numpy" (the reference, vectorised over the contacts)
         self.backend = "auto"
@@ -371,28 +371,16 @@ class Colliders:
                              touched, nrm, depth, spent, stuck, pairs, e, mu, vhit, tau)
 
 
-    def frame(self, p, a, config, exclude, links, lam, zero_lam: bool, coefficients,
-              h: float, fold) -> bool | None:
-        """A whole frame of a Verlet-family world with contacts in one compiled call
-        (``collide.solver.frame``): ``len(coefficients[0])`` substeps of ``h``, the
-        integrator's per-substep ``(r, ca, c1, c2)`` (``compiled_frame``) and its
-        ``contact_fold`` (a position-based one: the frame's velocity pass), the
-        links' ``kernel_args`` without their thread setting (``links``, or None) and
-        their multipliers ``lam``. Returns whether the new positions ended up in
-        ``p.x_prev``'s array (the caller swaps the two), or None when the state is not
-        one the kernels take (nothing done). The Verlet list carries over both ways.
-
-        :meth:`frame_args` then :meth:`run_frame`; a world keeps the first's result
-        while nothing it depends on changes (``World._frame_compiled``)."""
-        args = self.frame_args(p, config, exclude, links, lam, zero_lam, coefficients, h,
-                               fold)
-        return None if args is None else self.run_frame(p, a, args)
-
     def frame_args(self, p, config, exclude, links, lam, zero_lam: bool, coefficients,
                    h: float, fold) -> tuple | None:
-        """What :meth:`run_frame` passes to the compiled frame besides the state (the
-        arguments of :meth:`frame`), or None when the state is not one the kernels
-        take.
+        """What :meth:`run_frame` passes to the compiled frame (``collide.solver.frame``)
+        besides the state, or None when the state is not one the kernels take (nothing
+        done): for ``len(coefficients[0])`` substeps of ``h`` of a Verlet-family world
+        with contacts, the integrator's per-substep ``(r, ca, c1, c2)``
+        (``compiled_frame``) and its ``contact_fold`` (a position-based one: the frame's
+        velocity pass), the links' ``kernel_args`` without their thread setting
+        (``links``, or None) and their multipliers ``lam``. A world keeps the result
+        while nothing it was made from changes (``World._lane_holds``).
 
         Everything that stays from frame to frame (the tables, the materials, the
         scratch) is assembled once: a frame of a small scene costs less than the
@@ -433,7 +421,9 @@ class Colliders:
 
     def run_frame(self, p, a, args: tuple) -> bool:
         """The compiled frame on the particles ``p`` under the gravity field ``a``,
-        with ``args`` from :meth:`frame_args`; returns :meth:`frame`'s ``swapped``."""
+        with ``args`` from :meth:`frame_args`. Returns whether the new positions ended
+        up in ``p.x_prev``'s array (the caller swaps the two). The Verlet list carries
+        over both ways."""
         mid, (collide, exclude, state), new_skin = args
         x, r = p.x, p.radius
         L = self._pair_list

@@ -66,17 +66,23 @@ class State:
         0.44 ms against 0.05 ms into old ones). A read-only ``a`` (the world's shared
         gravity field) is shared, not copied: nobody can change it.
         """
-        a = self.a if not self.a.flags.writeable else self.a.copy()
         x, v, xp = self.x, self.v, self.x_prev
         if into is None or not (_fits(into.x, x) and _fits(into.v, v)
                                 and _fits(into.x_prev, xp)):
-            return State(x.copy(), v.copy(), xp.copy(), a, self.h_prev, self.t,
-                         self.a_valid)
-        np.copyto(into.x, x)
-        np.copyto(into.v, v)
-        np.copyto(into.x_prev, xp)
-        into.a, into.h_prev, into.t, into.a_valid = a, self.h_prev, self.t, self.a_valid
+            into = State(x.copy(), v.copy(), xp.copy(), self.a)
+        else:
+            np.copyto(into.x, x)
+            np.copyto(into.v, v)
+            np.copyto(into.x_prev, xp)
+        self.copy_rest(into)
         return into
+
+    def copy_rest(self, into: State) -> None:
+        """What :meth:`copy` copies besides the three arrays: ``a`` (shared when
+        read-only), ``h_prev``, ``t`` and ``a_valid`` (a world's compiled backup copies
+        the arrays itself)."""
+        into.a = self.a if not self.a.flags.writeable else self.a.copy()
+        into.h_prev, into.t, into.a_valid = self.h_prev, self.t, self.a_valid
 
     def restore(self, other: State) -> None:
         """Copy ``other`` into this state (``x``, ``v``, ``x_prev`` keep their identity)."""

@@ -312,12 +312,7 @@ class World:
                     and x.flags.c_contiguous and v.flags.c_contiguous
                     and xp.flags.c_contiguous and w.flags.c_contiguous):
                 c = self._uniform
-                movable = c[1] if c is not None else _NO_ROWS
-                kept = kernels.back_up(x, v, xp, w, state.x, state.v, state.x_prev, bw,
-                                       movable)
-                state.a = p.a if not p.a.flags.writeable else p.a.copy()
-                state.h_prev, state.t, state.a_valid = p.h_prev, p.t, p.a_valid
-                return b, bool(kept)
+                return b, self._back_up_into(b, c[1] if c is not None else _NO_ROWS)
         state = p.copy(into=b[0] if b else None)
         bw = b[1] if b else None
         if bw is None or bw.shape != w.shape or bw.dtype != w.dtype:
@@ -326,6 +321,16 @@ class World:
             np.copyto(bw, w)
         self._backup = backup = (state, bw)
         return backup, False
+
+    def _back_up_into(self, backup: tuple, movable: np.ndarray) -> bool:
+        """The compiled backup into ``backup``'s buffers (they fit: :meth:`_back_up`
+        checked, or a kept lane holds them); whether the movable rows are ``movable``."""
+        p = self.particles
+        state, bw = backup
+        kept = kernels.back_up(p.x, p.v, p.x_prev, p.inv_mass, state.x, state.v,
+                               state.x_prev, bw, movable)
+        p.copy_rest(state)
+        return bool(kept)
 
     # --- stepping -----------------------------------------------------------------------
 
@@ -400,13 +405,9 @@ class World:
         if not self._lane_holds(lane, hs):
             return False
         backup = self._backup
-        state, bw = backup
         _, movable, a = self._uniform
-        if not kernels.back_up(p.x, p.v, p.x_prev, p.inv_mass, state.x, state.v,
-                               state.x_prev, bw, movable):
+        if not self._back_up_into(backup, movable):
             return False
-        state.a = p.a if not p.a.flags.writeable else p.a.copy()
-        state.h_prev, state.t, state.a_valid = p.h_prev, p.t, p.a_valid
         self._frame_end(self.colliders.run_frame(p, a, lane[2]), a, hs, cfg.substeps)
         self._step_end(backup, h, contiguous=True)
         return True
@@ -419,7 +420,7 @@ class World:
         """Run the frame's ``n`` substeps in one compiled call if this world is the
         common case it covers: a Verlet-family integrator, gravity as the only force,
         no hand; links only (``kernels.verlet_frame``) or contacts with or without
-        links (``Colliders.frame``). Returns False (nothing done) otherwise.
+        links (``Colliders.frame_args``, ``run_frame``). Returns False (nothing done) otherwise.
 
         The substeps of a 1,000-link rope cost ~30 us each in Python calls, five times
         pymunk's whole step; the compiled frame performs the same operations.
