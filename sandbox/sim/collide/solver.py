@@ -913,13 +913,21 @@ def _largest_abs(x):  # pragma: no cover - compiled
 
 
 @jit_inline
-def _wall_limit(rq, dq, wq, x1x, x1y, x0x, x0y, shapes,
-                marg):  # pragma: no cover - compiled
+def _wall_limit(rq, dq, wq, x1x, x1y, x0x, x0y, shapes, marg,
+                exact):  # pragma: no cover - compiled
     """How far from a wall a particle of radius ``rq``, inverse mass ``wq``, that moved
     from ``(x0x, x0y)`` to ``(x1x, x1y)`` counts as near (:func:`begin_into`), in
     float64; -inf for a pinned particle. ``dq``: its ``disp`` (read with shapes only).
     Numbers in, no arrays: inlined in a loop it adds no reference counts, and the
-    caller reads the positions as a vector loop can."""
+    caller reads the positions as a vector loop can.
+
+    ``exact`` False (a constant at each call): a limit never below the exact one,
+    without its square root: the path ``|d|`` bounded by ``2 (|dx| + |dy|)`` (at least
+    ``|d|`` whatever the rounding), infinite beyond 1e15 m (where the exact square may
+    overflow to infinity, in float32 from 1.8e19 m). For :func:`_near_walls`' vector
+    loop, whose few near particles then take the exact test: the square root in the
+    loop over every particle cost half of it (the soft blob's 256 particles: 1.35 ->
+    0.70 us)."""
     if shapes:
         lo = rq + dq + marg
         hi = -np.inf
@@ -927,29 +935,12 @@ def _wall_limit(rq, dq, wq, x1x, x1y, x0x, x0y, shapes,
         lo = rq + marg
         ddx = x1x - x0x
         ddy = x1y - x0y
-        hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
-    top = hi if hi > lo else lo
-    return np.float64(top) if wq > 0 else -np.inf
-
-
-@jit_inline
-def _wall_bound(rq, dq, wq, x1x, x1y, x0x, x0y, shapes,
-                marg):  # pragma: no cover - compiled
-    """A limit never below :func:`_wall_limit`'s, without its square root: the path
-    ``|d|`` bounded by ``2 (|dx| + |dy|)`` (at least ``|d|`` whatever the rounding),
-    and infinite for a path over 1e15 m (where ``_wall_limit``'s square may overflow
-    to infinity, in float32 from 1.8e19 m). For :func:`_near_walls`' vector loop,
-    whose few near particles then take the exact test: the square root in the loop
-    over every particle cost half of it (the soft blob's 256 particles: 1.35 -> 0.70
-    us)."""
-    if shapes:
-        lo = rq + dq + marg
-        hi = -np.inf
-    else:
-        lo = rq + marg
-        path = abs(x1x - x0x) + abs(x1y - x0y)
-        hi = rq + (path + path) + marg
-        hi = np.inf if path > 1e15 else hi
+        if exact:
+            hi = rq + math.sqrt(ddx * ddx + ddy * ddy) + marg
+        else:
+            path = abs(ddx) + abs(ddy)
+            hi = rq + (path + path) + marg
+            hi = np.inf if path > 1e15 else hi
     top = hi if hi > lo else lo
     return np.float64(top) if wq > 0 else -np.inf
 
@@ -970,9 +961,9 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
     (particle, wall) pairs near each other stored from ``c_p[m]``, in that order.
     Returns their count.
 
-    First which particles may be near a wall (``near``, by :func:`_wall_bound`), in a
-    loop LLVM makes vector instructions, then those few tested exactly and stored: in
-    one loop the stores and their branch kept it scalar (the soft blob's 256
+    First which particles may be near a wall (``near``, by :func:`_wall_limit`'s
+    bound), in a loop LLVM makes vector instructions, then those few tested exactly
+    and stored: in one loop the stores and their branch kept it scalar (the soft blob's 256
     particles: 2.4 -> 0.9 us; without the square root 0.7). The positions are read
     as flat arrays: with a row length unknown at compile time LLVM's vector loop
     assumed rows of one number, and the scalar loop ran."""
@@ -983,11 +974,11 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
     f0 = x0.reshape(-1)
     f1 = x1.reshape(-1)
     n = x1.shape[0]
-    for q in range(n):                  # near: a superset, by _wall_bound
+    for q in range(n):                  # near: a superset (the bound)
         xq = f1[2 * q]
         yq = f1[2 * q + 1]
-        lq = _wall_bound(r[q], disp[q] if shapes else marg, w[q], xq, yq, f0[2 * q],
-                         f0[2 * q + 1], shapes, marg)
+        lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], xq, yq, f0[2 * q],
+                         f0[2 * q + 1], shapes, marg, False)
         h0, h1, h2, h3 = _bounds_hits(xq, yq, lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
                                       a3, b3, o3)
         near[q] = h0 | h1 | h2 | h3
@@ -996,7 +987,7 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
         if not near[q]:
             continue
         lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], x1[q, 0], x1[q, 1],
-                         x0[q, 0], x0[q, 1], shapes, marg)
+                         x0[q, 0], x0[q, 1], shapes, marg, True)
         hits = _bounds_hits(x1[q, 0], x1[q, 1], lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
                             a3, b3, o3)
         for k in range(4):
@@ -1018,7 +1009,7 @@ def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
         xq = x1[q, 0]
         yq = x1[q, 1]
         lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], xq, yq, x0[q, 0],
-                         x0[q, 1], shapes, marg)
+                         x0[q, 1], shapes, marg, True)
         for k in range(nwalls):
             dw = (geo[W0 + k, 0] * xq + geo[W0 + k, 1] * yq) - geo[W0 + k, 2]
             c_p[m + nw] = q
