@@ -122,6 +122,52 @@ def test_grid_order_splits_the_grid_by_row_and_column_parity(rows, cols):
     assert World(WorldConfig()).constraints.grid_order(0).size == 0
 
 
+
+def _perm_of_runs(runs, n):
+    """The slots that ``kernels.copy_runs``' runs put particles ``0 .. n`` in."""
+    perm = np.full(n, -1)
+    for k0, m, qa, qb in runs.tolist():
+        if m > 0:
+            assert (perm[k0:k0 + m] == -1).all()
+            perm[k0:k0 + m] = qa + np.arange(m)
+        else:
+            assert m <= -2 and (perm[k0:k0 - 2 * m] == -1).all()
+            perm[k0:k0 - 2 * m:2] = qa + np.arange(-m)
+            perm[k0 + 1:k0 - 2 * m:2] = qb + np.arange(-m)
+    return perm
+
+
+@needs_numba
+def test_copy_runs_describe_any_permutation():
+    """The compiled frame copies the particles into its slots run by run: the runs
+    give back the permutation (grids in parity order before, after and between other
+    particles, odd rows, two grids, a shuffle, the identity), each particle once, and
+    a grid row in parity order is one run of pairs."""
+    rng = np.random.default_rng(3)
+    perms = []
+    for before, grids in ((6, [(7, 4)]), (0, [(5, 6), (3, 2)]), (3, [(2, 2)])):
+        w = World(WorldConfig())
+        if before:
+            B.build_rope(w, (2.0, 2.0), (4.0, 2.0), before - 1)
+        for rows, cols in grids:
+            B.build_cloth(w, cols, rows, 0.1)
+        B.build_rope(w, (2.0, -2.0), (4.0, -2.0), 3)
+        perms.append((w.constraints.grid_order(w.n), w.n))
+    perms += [(rng.permutation(50), 50), (np.arange(9), 9), (np.zeros(0, np.int64), 7),
+              (np.zeros(0, np.int64), 0), (np.array([1, 0]), 2), (np.array([0]), 1),
+              (np.array([0, 5, 1, 6, 2, 9, 3, 7, 4, 8]), 10),   # pairs end on one side,
+              (np.array([0, 5, 1, 6, 9, 7, 2, 3, 4, 8]), 10)]   # on the other
+    for perm, n in perms:
+        runs = kernels.copy_runs(np.asarray(perm, np.int64), n)
+        want = perm if len(perm) else np.arange(n)
+        np.testing.assert_array_equal(_perm_of_runs(runs, n), want)
+    grid_perm, n = perms[0]
+    runs = kernels.copy_runs(grid_perm, n)
+    pairs = runs[runs[:, 1] < 0]
+    assert len(pairs) == 7 and (pairs[:, 1] == -2).all()    # a run a row of 4
+    assert (runs[:, 1] > 0).sum() == 2                      # the ropes, one run each
+
+
 def test_frame_plan_runs_over_the_grid_layout():
     """The compiled frame's plan addresses the slots of the grid layout: the cloth's
     horizontal links become unit-stride runs (no pairs left: the rope is rope links,
