@@ -506,6 +506,43 @@ def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
     assert calls or not kernels.AVAILABLE
 
 
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_compiled_frame_that_overflows_writes_nothing(dtype, monkeypatch):
+    """A world of links steps without a backup: its compiled frame works on copies and
+    writes the state back only when all of it is finite. A particle with a huge
+    finite speed overflows within the frame: ``SimulationDiverged``, every bit of the
+    state as before (positions, velocities, the time), the compiled frame having run;
+    after the speed is mended, the world steps on."""
+    from sandbox.sim.world import SimulationDiverged
+    calls, real = [], kernels.verlet_frame
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(kernels, "verlet_frame", counted)
+    monkeypatch.setattr(World, "_back_up", lambda self: pytest.fail("backed up"))
+    w = World(WorldConfig(dtype=dtype, substeps=4))
+    B.build_cloth(w, 8, 6, 0.1, pins="top_points")
+    free = int(w.add_particles([[3.0, 0.0]])[0])      # no links: one axis overflows alone
+    w.step(1 / 60)
+    big = np.finfo(dtype).max / 4
+    for k, axis in ((20, 0), (free, 0), (free, 1)):
+        steps, t = w.steps, w.particles.t
+        w.particles.x_prev[k, axis] = w.particles.x[k, axis] - big    # finite; doubles
+        before = w.state_hash()
+        calls.clear()
+        with pytest.raises(SimulationDiverged):
+            w.step(1 / 60)
+        assert calls == [1]
+        assert w.state_hash() == before and w.steps == steps and w.particles.t == t
+        w.particles.x_prev[k] = w.particles.x[k]
+        w.step(1 / 60)
+        assert np.isfinite(w.particles.x).all() and w.steps == steps + 1 and calls == [1, 1]
+
+
 @pytest.mark.parametrize("name", ["verlet", "tcv", "tcv_corrected"])
 def test_a_bare_state_gets_new_arrays_from_each_step(name):
     """Scripts keep ``s.x`` from earlier steps (``xs.append(s.x)``); only a world's

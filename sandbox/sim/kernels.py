@@ -542,8 +542,10 @@ if INSTALLED:
         ``plan`` address slots (``Constraints.frame_batches``: grids in parity order);
         empty, slot ``k`` is particle ``k``; ``runs`` is ``copy_runs(perm, n)``, what the
         copies in and out follow. Each substep's arithmetic is per particle and per
-        link, so the slots change no bit. Returns False (``x`` and ``x_prev``
-        are never swapped; the flag is kept for callers of the ping-pong version).
+        link, so the slots change no bit. Returns True; False, with ``x``, ``x_prev``
+        and ``v`` left as they were, when some number of the result is not finite
+        (what ``all_finite`` would say of what it would have written): a world that
+        steps this way needs no backup.
         """
         n = x.shape[0]
         X, Y, PX, PY, AX, AY = (planar[0], planar[1], planar[2], planar[3], planar[4],
@@ -593,14 +595,24 @@ if INSTALLED:
                               inv_h2, lam, uniform, min_parallel)
         if steps == 0:                      # no substep wrote the velocity copy
             _rows_in(v, VX, VY, runs)
+        # The finished velocity is finite exactly when the positions, the positions
+        # before and the velocity all are (a non-finite term makes it non-finite; a
+        # finite sum that overflows is a non-finite velocity): counted as it is made.
+        bad = 0
         for q in range(n):
-            VX[q] = (X[q] - PX[q]) * c1 + VX[q]
+            u = (X[q] - PX[q]) * c1 + VX[q]
+            VX[q] = u
+            bad += (u - u) != 0
         for q in range(n):
-            VY[q] = (Y[q] - PY[q]) * c1 + VY[q]
+            u = (Y[q] - PY[q]) * c1 + VY[q]
+            VY[q] = u
+            bad += (u - u) != 0
+        if bad:
+            return False
         _rows_out(x, X, Y, runs)
         _rows_out(x_prev, PX, PY, runs)
         _rows_out(v, VX, VY, runs)
-        return False
+        return True
 
     @njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
     def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
@@ -957,8 +969,8 @@ if INSTALLED:
                      min_parallel, perm=None) -> bool:
         """``_verlet_frame`` with its planar scratch (kept per size and float type) and
         the threads chosen as in :func:`project_batches`; ``perm`` the slots of the
-        particles in it (None or empty: their own order). Returns False: ``x`` and
-        ``x_prev`` stay where they were."""
+        particles in it (None or empty: their own order). Returns whether the frame
+        was finite and written (False: ``x``, ``x_prev`` and ``v`` as they were)."""
         if perm is None:
             perm = _NO_PERM
         n = x.shape[0]
@@ -972,13 +984,13 @@ if INSTALLED:
         key = ("frame", ci.size, n, x.dtype.char, r.size, iterations)
         par = cores.POLICY.parallel(key, ci.size) if auto else min_parallel == 1
         t0 = time.perf_counter()
-        swapped = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
-                                offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2,
-                                kin, kin_x, (min_parallel if par else 2**62) if auto
-                                else min_parallel, perm, _copy_runs(perm, n), planar)
+        ok = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
+                           offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin,
+                           kin_x, (min_parallel if par else 2**62) if auto else min_parallel,
+                           perm, _copy_runs(perm, n), planar)
         if auto:
             cores.POLICY.record(key, par, time.perf_counter() - t0)
-        return bool(swapped)
+        return bool(ok)
 else:  # pragma: no cover
     project_batches = None
     point_gravity = None
