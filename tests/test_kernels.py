@@ -439,11 +439,12 @@ def test_later_plus_finish_is_now_without_corrections(name):
 @pytest.mark.parametrize("config", [dict(substeps=4, iterations=2),
                                     dict(substeps=3, iterations=1, tear_ratio=1.05),
                                     dict(substeps=1, iterations=3)])
-@pytest.mark.parametrize("layout", ["grid", "grid_last", "plain"])
+@pytest.mark.parametrize("layout", ["grid", "grid_last", "plain", "mixed_rests"])
 def test_compiled_frame_equals_the_substep_path(config, dtype, layout, monkeypatch):
     """``kernels.verlet_frame`` runs a frame in one call; the Python path substep by
     substep must give the same bits (grabs, a cut, tearing, compliant links), with the
-    cloth in the grid layout (``perm``) or in its own order."""
+    cloth in the grid layout (``perm``) or in its own order, its runs of links of one
+    rest length (``run_rests``) or of several."""
     runs, calls, real = [], [], kernels.verlet_frame
 
     def counted(*args):
@@ -457,6 +458,8 @@ def test_compiled_frame_equals_the_substep_path(config, dtype, layout, monkeypat
         w = _scene("auto", dtype=dtype, cloth_last=layout == "grid_last", **config)
         if layout == "plain":
             w.constraints.grids.clear()
+        if layout == "mixed_rests":
+            w.constraints.rest[::7] *= 1.01
         runs.append(_run(w))
         assert bool(calls) == compiled                    # the path under test ran
         assert all(bool(k) == (layout != "plain") for k in calls)
@@ -505,6 +508,23 @@ def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
     assert np.isfinite(w.particles.x).all() and w.state_hash() != after_release
     assert calls or not kernels.AVAILABLE
 
+
+
+@needs_numba
+def test_run_rests_give_half_the_rest_of_runs_of_one_length():
+    """A run of one rest length takes it once (half of it, as the kernels compute it);
+    runs of several lengths, with a NaN one, and the other kinds of row read theirs."""
+    f = np.float32
+    rest = np.array([0.3, 0.3, 0.3, 0.3, 0.2, 0.3, 0.5, np.nan, 0.5, 0.7, 0.7], f)
+    plan = np.array([[kernels.RUN_STRIDE, 0, 4, 0, 1, 0],      # one length
+                     [kernels.RUN_STRIDE, 3, 3, 0, 1, 0],      # 0.3, 0.2, 0.3
+                     [kernels.RUN_STRIDE, 6, 3, 0, 1, 0],      # a NaN among them
+                     [kernels.RUN_PAIRS, 9, 2, 0, 1, 0],
+                     [kernels.GATHER, 9, 2, 0, 0, 0],
+                     [kernels.RUN_STRIDE, 9, 0, 0, 1, 0]], np.int64)
+    got = kernels.run_rests(plan, rest)
+    assert got.dtype == f and got[0] == f(0.3) * f(0.5)
+    assert np.isnan(got[1:]).all()
 
 
 @needs_numba
