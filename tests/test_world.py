@@ -61,6 +61,26 @@ def test_greedy_colouring_handles_a_star_and_a_clique():
     assert colouring_is_valid(w.constraints.i, w.constraints.j, w.constraints.colour)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_cloth_rests_at_its_grid_lengths(dtype):
+    """A cloth's links rest at the grid's own lengths (spacing, its diagonal, twice it
+    for bends), one value a family, not at distances measured between rounded
+    positions; those agree with them to the positions' rounding (float32: positions
+    near 2 m carry ~1e-7 m)."""
+    w = World(WorldConfig(dtype=dtype))
+    spacing = 0.02
+    B.build_cloth(w, 30, 20, spacing, origin=(-1.99, 2.0), shear=True, bend=True)
+    c = w.constraints
+    d = np.abs(w.particles.x[c.j] - w.particles.x[c.i]).astype(float)
+    family = np.where(d.min(axis=1) > spacing / 2, 1,                 # both axes: shear
+                      np.where(d.max(axis=1) > 1.5 * spacing, 2, 0))  # two cells: bend
+    want = np.array([spacing, spacing * np.sqrt(2.0), 2 * spacing])[family]
+    assert np.array_equal(c.rest, want)
+    assert [np.unique(c.rest.astype(dtype)[family == k]).size for k in range(3)] == [1, 1, 1]
+    rounding = 4e-7 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(c.lengths(w.particles.x), c.rest, rtol=0, atol=rounding)
+
+
 @pytest.mark.parametrize("method", ALL)
 def test_pinned_particles_never_move(method):
     w = World(WorldConfig(integrator=method, iterations=4, substeps=2))
