@@ -197,8 +197,12 @@ def test_policy_one_thread_when_other_processes_hold_the_cores():
     key = ("frame", 1)
     assert not p.parallel(key, 500)                  # too small to spread
     assert not p.parallel(key, 50_000)               # one thread is timed first
+    p.record(key, False, 0.200)                      # its first call loads the kernel:
+    assert not p.parallel(key, 50_000)               # not a timing
     p.record(key, False, 0.010)
     assert p.parallel(key, 50_000)                   # then two
+    p.record(key, True, 0.300)                       # (their first call: not a timing)
+    assert p.parallel(key, 50_000)
     p.record(key, True, 0.006)
     assert p.parallel(key, 50_000)                   # faster: kept
     meter.value = 1.0                                # a busy process appears
@@ -210,8 +214,9 @@ def test_policy_one_thread_when_other_processes_hold_the_cores():
     assert not p.parallel(key, 50_000)               # held on one thread
     q = cores.CorePolicy(mode="auto", meter=meter)
     q.cores = 2
-    q.record(key, False, 0.010)
-    q.record(key, True, 0.0099)                      # not 10 % faster: one thread
+    for first in (True, False):                      # each mode's first: not a timing
+        q.record(key, False, 1.0 if first else 0.010)
+        q.record(key, True, 1.0 if first else 0.0099)   # not 10 % faster: one thread
     assert [q.parallel(key, 50_000) for _ in range(cores.PROBE_EVERY + 1)].count(True) == 1
     q.set_mode("serial")
     assert not q.parallel(key, 50_000)

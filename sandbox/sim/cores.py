@@ -11,7 +11,8 @@ the numbers are in ``bench --load``). So the sweep runs on one thread unless bot
    quarter second (``/proc/stat`` minus this process's own time) is under half a core
    a spare core; where that cannot be read, one thread;
 2. two threads are measurably faster for this work: frames of each kind are timed
-   (``record``), and two threads are kept only while they beat one thread by 10 %.
+   (``record``; the first of each kind, which loads its kernel, is not a timing), and
+   two threads are kept only while they beat one thread by 10 %.
    One frame in 32 re-times the other kind, so a change of load is seen within a
    second either way; a two-thread frame that takes twice one thread's time switches
    back at once and waits a second before trying again.
@@ -88,7 +89,7 @@ class LoadMeter:
 class _Stats:
     """Exponentially weighted seconds per call of one kind of work, in each mode."""
 
-    __slots__ = ("serial", "parallel", "calls", "hold_until", "last_probe")
+    __slots__ = ("serial", "parallel", "calls", "hold_until", "last_probe", "seen")
 
     def __init__(self) -> None:
         self.serial: float | None = None
@@ -96,6 +97,7 @@ class _Stats:
         self.calls = 0
         self.hold_until = 0.0
         self.last_probe = 0
+        self.seen: set[bool] = set()      # the modes whose first call has been made
 
 
 class CorePolicy:
@@ -148,6 +150,13 @@ class CorePolicy:
         st = self._stats.get(key)
         if st is None:
             st = self._stats[key] = _Stats()
+        if parallel not in st.seen:
+            # A mode's first call loads or compiles its kernel (0.1-0.2 s for the
+            # 200x200 cloth's frame): counted, it stood for a hundred frames of that
+            # mode, since the estimate forgets it by 0.7 a timing, one timing in 32
+            # frames (a float32 cloth kept two threads for 6 s, 15 % slower).
+            st.seen.add(parallel)
+            return
         if parallel:
             if st.serial is not None and seconds > 2.0 * st.serial:
                 st.hold_until = time.monotonic() + HOLD_S      # the cores are taken
