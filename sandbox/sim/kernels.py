@@ -554,7 +554,10 @@ if INSTALLED:
 
     @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
     def _rows_out(x, X, Y, runs):  # pragma: no cover - compiled
-        """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``)."""
+        """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``). Not
+        one function with a direction: each loop has few streams to store into (here
+        one, a pair's four numbers; there two per loop), as LLVM checks every stored
+        stream against the others before it takes the vector loop."""
         xf = x.reshape(-1)
         for r in range(runs.shape[0]):
             k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
