@@ -259,41 +259,28 @@ if INSTALLED:
             yb[t] += by
 
     @njit(cache=True, fastmath=False, error_model="numpy")
-    def _stride_planar_even(X, Y, rest, i0, j0, k0, n, taut):  # pragma: no cover - compiled
+    def _stride_planar_even(X, Y, rest, hr, i0, j0, k0, n,
+                            taut):  # pragma: no cover - compiled
         """``_stride_planar`` for a run whose particles all have one positive inverse
         mass: every link the even split, no inverse masses read, no general form
-        computed (the 200x200 cloth's sweep in float32 -25 %)."""
+        computed (the 200x200 cloth's sweep in float32 -25 %). ``hr``: half the rest
+        length all its links share (``run_rests``), read once; NaN: each link's own.
+        The 200x200 shear cloth's rest lengths are 0.6 MB in float32, twice its
+        positions: read every pass, they pushed the positions out of the core's cache
+        (a sweep 13-15 % slower). The test of ``hr`` is the same for every link: LLVM
+        makes two loops of this one."""
         xa = X[i0:i0 + n]
         ya = Y[i0:i0 + n]
         xb = X[j0:j0 + n]
         yb = Y[j0:j0 + n]
         rs = rest[k0:k0 + n]
         half, eps = rest.dtype.type(0.5), rest.dtype.type(1e-12)
+        shared = hr == hr
         for t in range(n):
             dx = xb[t] - xa[t]
             dy = yb[t] - ya[t]
-            se = _even(math.sqrt(dx * dx + dy * dy), rs[t] * half, half, eps, taut)
-            xa[t] += se * dx
-            ya[t] += se * dy
-            xb[t] -= se * dx
-            yb[t] -= se * dy
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def _stride_planar_half(X, Y, hr, i0, j0, n, taut):  # pragma: no cover - compiled
-        """``_stride_planar_even`` for a run whose links all have one rest length, half
-        of it ``hr`` (``run_rests``): the same numbers, without reading a rest length
-        a link. The 200x200 shear cloth's rest lengths are 0.6 MB in float32, twice
-        its positions: read every pass, they pushed the positions out of the core's
-        cache (a sweep 13-15 % slower)."""
-        xa = X[i0:i0 + n]
-        ya = Y[i0:i0 + n]
-        xb = X[j0:j0 + n]
-        yb = Y[j0:j0 + n]
-        half, eps = X.dtype.type(0.5), X.dtype.type(1e-12)
-        for t in range(n):
-            dx = xb[t] - xa[t]
-            dy = yb[t] - ya[t]
-            se = _even(math.sqrt(dx * dx + dy * dy), hr, half, eps, taut)
+            se = _even(math.sqrt(dx * dx + dy * dy), hr if shared else rs[t] * half, half,
+                       eps, taut)
             xa[t] += se * dx
             ya[t] += se * dy
             xb[t] -= se * dx
@@ -434,11 +421,8 @@ if INSTALLED:
         if mode == RUN_PAIRS:
             _pairs_planar(X, Y, w, rest, i0, k0, n, taut, uniform[c] > 0)
         elif mode == RUN_STRIDE:
-            hr = hrest[c]
-            if uniform[c] > 0 and hr == hr:
-                _stride_planar_half(X, Y, hr, i0, i0 + d, n, taut)
-            elif uniform[c] > 0:
-                _stride_planar_even(X, Y, rest, i0, i0 + d, k0, n, taut)
+            if uniform[c] > 0:
+                _stride_planar_even(X, Y, rest, hrest[c], i0, i0 + d, k0, n, taut)
             else:
                 _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
         else:
