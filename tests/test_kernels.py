@@ -283,6 +283,32 @@ def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dty
 
 @needs_numba
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_link_factors_say_when_a_compliance_is_lost(dtype):
+    """``link_factors`` returns whether some compliant link's ``alpha~ = c / h**2`` is
+    0 in the positions' type: only then does ``sweep_factored`` check each row of
+    compliant sticks for one (``_soft_holds``) before ``_gather_soft`` takes it. A
+    rigid link (compliance 0) is not a lost one; a compliance that underflows is."""
+    f = np.dtype(dtype).type
+    w = np.array([1.0, 2.0, 0.0, 1.0], dtype)
+    ci, cj = np.array([0, 1, 2]), np.array([1, 2, 3])
+    inv_h2 = f(1.0 / (20.0 * 20.0))    # a long step: the tiniest compliance underflows
+    tiny = np.finfo(dtype).smallest_subnormal
+    for comp, lost in (([1e-6, 0.0, 1e-6], False), ([1e-6, tiny, 1e-6], True),
+                       ([0.0, 0.0, 0.0], False), ([tiny, 1e-6, 0.0], True)):
+        c = np.array(comp, dtype)
+        den, even = np.empty(3, dtype), np.empty(3, np.bool_)
+        assert kernels.link_factors(w, ci, cj, c, inv_h2, den, even) is lost
+        at = c * inv_h2
+        np.testing.assert_array_equal(den, w[ci] + w[cj] + at)
+        np.testing.assert_array_equal(even, (at == 0) & (w[ci] == w[cj]) & (w[ci] > 0))
+        rows_hold = [kernels._soft_holds(c, inv_h2, k, 1) for k in range(3)]
+        assert rows_hold == [bool(a != 0) for a in at]
+    assert not kernels._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 2)
+    assert kernels._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 1)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_all_finite_is_the_states_is_finite(dtype):
     """``kernels.all_finite`` (the world's check after every step) says what
     ``State.is_finite`` says: False for a NaN or an infinity in any of the three

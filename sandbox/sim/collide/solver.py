@@ -1813,12 +1813,15 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
             seen[q] = True
             rowlist[nr] = q
             nr += 1
-    for s in range(na):
-        for q in (ai[s], aj[s]):
-            if not seen[q]:
-                seen[q] = True
-                rowlist[nr] = q
-                nr += 1
+    for s in range(na):     # written always, kept if new: no branch to mispredict
+        q = np.uint64(ai[s])
+        rowlist[nr] = q
+        nr += 1 - np.int64(seen[q])
+        seen[q] = True
+        q = np.uint64(aj[s])
+        rowlist[nr] = q
+        nr += 1 - np.int64(seen[q])
+        seen[q] = True
     # The two views: v_pos (what the positions say) and v_pre (without dx).
     h_f = _as(x, h)
     top = 0.0
@@ -1952,7 +1955,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     zr = np.zeros(0, r.dtype)
     den = np.empty(ci.size, rest.dtype)          # the links' factors, fixed this frame
     even = np.empty(ci.size, np.bool_)
-    _link_factors(w, ci, cj, compliance, inv_h2, den, even)
+    lost = _link_factors(w, ci, cj, compliance, inv_h2, den, even)
     buf = _soft_scratch(X)
     # The contact stages' arrays, once a frame (grown when a rebuilt list needs more).
     bspace = begin_space(X, nshapes, nwalls)
@@ -2019,7 +2022,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
         for _ in range(iterations):
             if links:
                 _sweep_factored(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam,
-                                den, even, buf)
+                                den, even, buf, lost)
             if have:
                 project(X, w, PX, dx, r, skin, cp, cg, cmu, ref, depth, touched, stuck,
                         nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
