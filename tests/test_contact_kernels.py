@@ -531,6 +531,30 @@ def test_pair_list_is_the_references_list_in_its_order(dtype, sparse):
     assert sizes[0] > 1000 and sizes[1] == sizes[0] - exclude.size
 
 
+@pytest.mark.parametrize("exclude", [False, True])
+def test_pair_list_of_a_crowd_outgrows_its_first_arrays(exclude):
+    """Every particle within reach of every other (300 in a 5 cm square: 44,850
+    pairs, more than ``pair_list``'s first guess of eight a particle): the scan runs
+    out of room, starts again with four times as much until the pairs fit, and gives
+    the reference's list, with and without excluded pairs."""
+    rng = np.random.default_rng(5)
+    n = 300
+    x = rng.uniform(0, 0.05, (n, 2))
+    r = np.full(n, 0.05)
+    ex = None
+    if exclude:
+        i, j = C.particle_pairs(x, r, 0.05)
+        ex = np.unique(i[::7] * n + j[::7])
+    i, j = C.particle_pairs(x, r, 0.05, ex)
+    assert i.size > 16 * 8 * n // 4          # beyond 8 n, then beyond 32 n
+    want = C._PairList.build(None, x, 0.05, i, j, r)
+    got = ck.pair_list(x, r, 0.05, C._NO_KEYS if ex is None else ex)
+    for name, a, b in zip(("i", "j", "a", "b", "nodes", "reach"), got,
+                          (want.i, want.j, want.a, want.b, want.nodes, want.reach),
+                          strict=True):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
 class _State:
     """The particle arrays ``Colliders.begin`` reads."""
 
