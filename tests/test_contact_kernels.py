@@ -207,6 +207,31 @@ def test_pile_matches_the_reference_bit_for_bit(dtype):
     assert touching.sum() > 200                      # a pile, not a rain of balls
 
 
+def _pinned_row(dtype="float64", integrator="tcv_corrected") -> World:
+    """``_pile`` with a row of 40 pinned balls that overlap one another (7 cm apart,
+    10 cm wide) across the funnel's mouth."""
+    w = _pile(dtype, integrator)
+    xs = np.linspace(-1.4, 1.4, 40)
+    w.add_particles(np.stack([xs, np.full(40, 1.0)], axis=1), radius=0.05, pinned=True)
+    return w
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pinned_overlapping_balls_under_a_pile_match_the_reference(dtype):
+    """Pairs of two pinned ends are within reach but never contacts: the compiled
+    projection and velocity pass list the pairs within reach first and drop those
+    from their contact lists, which then move down over them. With the pile falling
+    onto the pinned row, frames give the reference's state bit for bit, and the row
+    held the balls (some rest on it)."""
+    ref, got = _both(_pinned_row, 45, dtype=dtype)
+    _assert_same(ref, got)
+    x, L = ref.particles.x, ref.colliders._pair_list
+    w = ref.particles.inv_mass
+    near = np.linalg.norm(x[L.j] - x[L.i], axis=1) < L.reach
+    assert (near & (w[L.i] == 0) & (w[L.j] == 0)).sum() >= 39       # the row's own
+    assert (near & ((w[L.i] == 0) != (w[L.j] == 0))).any()           # balls on it
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_more_contacts_than_particles_match_the_reference(dtype):
     """In ``_crammed`` the compiled begin grows its contact rows past their first
