@@ -358,14 +358,19 @@ def _scan_pairs(x, r, idx, order, start, sk, table, ny, marg, exclude, pi,
     xs = np.empty(m, x.dtype)
     ys = np.empty(m, x.dtype)
     rs = np.empty(m, r.dtype)
+    # The particle at each sorted place: idx rises, so the pair's particles are the
+    # smaller and larger of the two (idx[min(order)] without its two dependent loads).
+    ps = np.empty(m, np.int64)
     for t in range(m):
         j = idx[order[t]]
+        ps[t] = j
         xs[t] = x[j, 0]
         ys[t] = x[j, 1]
         rs[t] = r[j]
     P = 0
     for u in range(m):                       # in sorted order
         ku = sk[u]
+        pu = ps[u]
         for col in range(2):
             if col == 0:
                 a = u + 1
@@ -386,8 +391,8 @@ def _scan_pairs(x, r, idx, order, start, sk, table, ny, marg, exclude, pi,
                     ddx = xs[t] - xs[u]
                     ddy = ys[t] - ys[u]
                     reach = rs[u] + rs[t] + marg
-                    pi[P] = idx[min(order[u], order[t])]
-                    pj[P] = idx[max(order[u], order[t])]
+                    pi[P] = min(pu, ps[t])
+                    pj[P] = max(pu, ps[t])
                     P += np.int64(ddx * ddx + ddy * ddy < reach * reach)
                 continue
             for t in range(np.uint64(a), np.uint64(b)):
