@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .geometry import HI_X, HI_Y, LO_X, LO_Y, SEGMENT, _distance, _dot
-from .jit import _as, _max, _min, jit
+from .jit import _as, _max, _min, jit, jit_borrow, jit_inline
 
 #: m: a (particle, segment) pair whose lower bound on the distance (see ``_broad_phase``)
 #: is beyond the start-gap filter by more than this skips the exact distance. Both
@@ -182,7 +182,6 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
     number, or -1 when they do not fit. ``half``, ``one_half``, ``marg`` are 0.5,
     1.5 and ``MARGIN``, ``cell`` the grid's cell, in the positions' float type."""
     n = x1.shape[0]
-    m = 0
     stamp = np.full(nshapes, -1, np.int64)
     buf = np.empty(nshapes, np.int64)
     # A segment's box is loose when it slants: a lower bound on the distance first, the
@@ -201,6 +200,12 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
             ey = geo[g, 3] - geo[g, 1]
             ln = math.sqrt(ex * ex + ey * ey)
             inv_len[g] = 1.0 / ln if ln > 0 else 0.0
+    if brute and 0 < nshapes <= _MASK_SHAPES:
+        return _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm,
+                            pedge, bverts, bnorm, bedge, half, one_half, marg, cp, cg, gap,
+                            box, inv_len, np.empty((2, n)), np.empty((2, n)),
+                            np.zeros(n, np.int64))
+    m = 0
     for q in range(n if nshapes else 0):
         if not w[q] > 0:
             continue
@@ -224,6 +229,9 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
             if not ((lox <= box[g, 2]) & (loy <= box[g, 3]) & (hix >= box[g, 0])
                     & (hiy >= box[g, 1])):
                 continue
+            # _gap_filter's lines, written out: this kernel counts references (the
+            # grid's candidates sort), and an inlined helper's 15 arrays would be
+            # counted at every pair (~130 ns).
             if inv_len[g] > 0:
                 ax = geo[g, 0]
                 ay = geo[g, 1]
@@ -241,6 +249,82 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
                 cg[m] = g
                 gap[m] = gq
                 m += 1
+    return m
+
+
+#: Up to this many shapes the brute-force broad phase tests the boxes shape by shape over
+#: all particles, one bit a shape (``_brute_masks``).
+_MASK_SHAPES = 63
+
+
+@jit_inline
+def _gap_filter(x0, r, q, g, near, m, kinds, rows, geo, pverts, pnorm, pedge, bverts,
+                bnorm, bedge, inv_len, cp, cg, gap):  # pragma: no cover - compiled
+    """``_broad_phase``'s start-gap filter for particle ``q`` and shape ``g``, whose
+    boxes overlap: stored at ``m`` when it passes. Returns the new count, -1 when it
+    does not fit."""
+    if inv_len[g] > 0:
+        ax = geo[g, 0]
+        ay = geo[g, 1]
+        cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
+        if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
+            return m
+    d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, kinds, rows, geo, pverts,
+                         pnorm, pedge, bverts, bnorm, bedge, x0[q, 0], x0[q, 1])
+    gq = d0 - r[q]
+    if gq < near:
+        if m == cp.size:
+            return -1
+        cp[m] = q
+        cg[m] = g
+        gap[m] = gq
+        m += 1
+    return m
+
+
+@jit_borrow
+def _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
+                 bverts, bnorm, bedge, half, one_half, marg, cp, cg, gap, box, inv_len,
+                 lo, hi, bits):  # pragma: no cover - compiled
+    """``_broad_phase``'s brute force for up to ``_MASK_SHAPES`` shapes: the
+    particles' boxes in one vector loop, each shape's box test over all of them in
+    another (a bit a shape), then the particles with a bit set, shape by shape, through
+    the gap filter: the same tests on the same numbers in the same order, so the same
+    pairs. Particle by particle with a branch per shape, the pile's 2,000 particles and
+    six shapes took 21.7 us (12,000 box tests, 669 overlaps)."""
+    n = x1.shape[0]
+    f0 = x0.reshape(-1)
+    f1 = x1.reshape(-1)
+    # lo, hi: float64 (2, n), holding a box edge of either float type exactly (the same
+    # comparisons); bits: int64 (n,), all 0.
+    for q in range(n):
+        pad = r[q] + half * disp[q] + marg
+        lo[0, q] = _min(f0[2 * q], f1[2 * q]) - pad
+        lo[1, q] = _min(f0[2 * q + 1], f1[2 * q + 1]) - pad
+        hi[0, q] = _max(f0[2 * q], f1[2 * q]) + pad
+        hi[1, q] = _max(f0[2 * q + 1], f1[2 * q + 1]) + pad
+    for g in range(nshapes):
+        b0 = box[g, 0]
+        b1 = box[g, 1]
+        b2 = box[g, 2]
+        b3 = box[g, 3]
+        bit = np.int64(1) << np.int64(g)
+        for q in range(n):
+            hit = ((lo[0, q] <= b2) & (lo[1, q] <= b3) & (hi[0, q] >= b0)
+                   & (hi[1, q] >= b1))
+            bits[q] |= bit if hit else np.int64(0)
+    m = 0
+    for q in range(n):
+        bq = bits[q]
+        if bq == 0 or not w[q] > 0:
+            continue
+        near = one_half * disp[q] + marg
+        for g in range(nshapes):
+            if (bq >> np.int64(g)) & np.int64(1):
+                m = _gap_filter(x0, r, q, np.uint64(g), near, m, kinds, rows, geo, pverts,
+                                pnorm, pedge, bverts, bnorm, bedge, inv_len, cp, cg, gap)
+                if m < 0:
+                    return -1
     return m
 
 # --------------------------------------------------------------- particle pairs
