@@ -1434,19 +1434,45 @@ def pair_scratch(x, P, M):  # pragma: no cover - compiled
             np.empty((3, P), x.dtype))
 
 
+@jit_inline
+def _near_pairs(x, i, j, reach, extra, touched, keep, near, gx, gy,
+                gd):  # pragma: no cover - compiled
+    """The pairs ``i, j`` whose ends may be closer than ``reach + extra`` (``keep``:
+    or ``touched``) listed into ``near``, with their normals ``gx, gy`` and distances
+    ``gd``; returns how many. Written always, kept if near: no branch on the random
+    half of a pile's list that is; a pair surely apart (``_beyond``) takes no square
+    root. Then the square roots and divisions over the list in one loop LLVM makes
+    vector instructions (per pair they kept the scalar divider busy). Inlined into
+    kernels that count no references (its arrays are not counted)."""
+    nn = 0
+    for k in range(i.size):
+        ii = np.uint64(i[k])        # unsigned: no wraparound tests (module docstring)
+        jj = np.uint64(j[k])
+        ddx = x[jj, 0] - x[ii, 0]
+        ddy = x[jj, 1] - x[ii, 1]
+        d2 = ddx * ddx + ddy * ddy
+        near[nn] = k
+        gx[nn] = ddx
+        gy[nn] = ddy
+        gd[nn] = d2
+        nn += np.int64(keep & touched[k]) | np.int64(not _beyond(d2, reach[k] + extra))
+    for t in range(nn):             # vector instructions
+        dist = math.sqrt(gd[t])
+        gd[t] = dist
+        gx[t] = gx[t] / dist
+        gy[t] = gy[t] / dist
+    return nn
+
+
 @jit_borrow
 def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touched,
                    stuck, scratch):  # pragma: no cover - compiled
     """``Contacts._project_pairs``: one Jacobi pass, averaged per pair, in the arrays
     of ``scratch`` (:func:`pair_scratch`).
 
-    The pairs within reach are listed first, with their differences, without a
-    branch (in a pile about half of the list, at random); their distances and
-    normals then come from one loop of square roots and divisions that LLVM makes
-    vector instructions, where one per pair kept the scalar divider busy (the pile's
-    pass: 38 -> 26 us a substep). The same operations on the same numbers: the same
-    bits."""
-    P = i.size
+    The pairs within reach are listed first with their distances and normals
+    (``_near_pairs``; the pile's pass: 38 -> 26 us a substep). The same operations on
+    the same numbers: the same bits."""
     M = nodes.size
     skin_f = _as(x, skin)
     one = _as(x, 1.0)
@@ -1459,24 +1485,8 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
     gx = scratch[6][0]
     gy = scratch[6][1]
     gd = scratch[6][2]
-    nn = 0
-    for k in range(P):
-        ii = np.uint64(i[k])        # unsigned: no wraparound tests (module docstring)
-        jj = np.uint64(j[k])
-        ddx = x[jj, 0] - x[ii, 0]
-        ddy = x[jj, 1] - x[ii, 1]
-        d2 = ddx * ddx + ddy * ddy
-        near[nn] = k                # written always, kept if within reach
-        gx[nn] = ddx
-        gy[nn] = ddy
-        gd[nn] = d2
-        # Beyond reach: pen <= 0, the pair is skipped without a square root.
-        nn += np.int64(not _beyond(d2, reach[k]))
-    for t in range(nn):             # vector instructions
-        dist = math.sqrt(gd[t])
-        gd[t] = dist
-        gx[t] = gx[t] / dist
-        gy[t] = gy[t] / dist
+    # Beyond reach: pen <= 0, the pair is skipped without a square root.
+    nn = _near_pairs(x, i, j, reach, zero, touched, False, near, gx, gy, gd)
     nl = 0
     for t in range(nn):
         k = np.uint64(near[t])
@@ -1806,29 +1816,13 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     afi = sp_afi[:P]
     afj = sp_afj[:P]
     astuck = sp_astuck[:P]
-    # As in _project_pairs: the pairs near enough listed without a branch (into the
-    # arrays the compact list is then written over, never ahead of what it reads),
-    # their distances and normals in one vector loop. The pile: 28 -> 25 us a substep.
+    # The pairs near enough with their distances and normals (_near_pairs), listed into
+    # the arrays the compact list is then written over, never ahead of what it reads.
+    # The pile: 28 -> 25 us a substep.
     near = sp_live[:P]
     gd = afi
-    nn = 0
-    for k in range(P):
-        ii = np.uint64(pi[k])
-        jj = np.uint64(pj[k])
-        ddx = x[jj, 0] - x[ii, 0]
-        ddy = x[jj, 1] - x[ii, 1]
-        d2 = ddx * ddx + ddy * ddy
-        near[nn] = k
-        anx[nn] = ddx
-        any_[nn] = ddy
-        gd[nn] = d2
-        # Apart (dist >= reach + touch) unless touched: skipped, no square root.
-        nn += np.int64(ptouched[k]) | np.int64(not _beyond(d2, reach[k] + touch_f))
-    for t in range(nn):             # vector instructions
-        dist = math.sqrt(gd[t])
-        gd[t] = dist
-        anx[t] = anx[t] / dist
-        any_[t] = any_[t] / dist
+    # Apart (dist >= reach + touch) unless touched: skipped, no square root.
+    nn = _near_pairs(x, pi, pj, reach, touch_f, ptouched, True, near, anx, any_, gd)
     na = 0
     for t in range(nn):
         k = np.uint64(near[t])
