@@ -615,6 +615,19 @@ def max_moved2(x, x_ref):  # pragma: no cover - compiled
 
 
 @jit
+def moved_less(x, x_ref, lim2):  # pragma: no cover - compiled
+    """``max_moved2(x, x_ref) < lim2``, the same answer (a NaN moved too far), without
+    its chain of maxima: a count of the particles that moved too far, in a loop of
+    vector instructions (the pile's check 3 -> 0.5 us a substep)."""
+    far = 0
+    for q in range(x.shape[0]):
+        mx = x[q, 0] - x_ref[q, 0]
+        my = x[q, 1] - x_ref[q, 1]
+        far += np.int64(not (mx * mx + my * my < lim2))
+    return far == 0
+
+
+@jit
 def any_moving(i, j, w):  # pragma: no cover - compiled
     """Whether a pair has a movable end (``Contacts.set_pairs``)."""
     for k in range(i.size):

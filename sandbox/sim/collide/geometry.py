@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .jit import _above, _better, _clip, _max, _min, _sign, jit, jit_inline
+from .jit import _above, _better, _clip, _max, _min, _sign, jit, jit_borrow, jit_inline
 
 _UP = np.array([0.0, 1.0])
 INF = math.inf
@@ -209,7 +209,7 @@ def polygon_distance(p, verts, normals, edges=None):
     return d, q, n
 
 
-@jit
+@jit_borrow
 def _polygon(px, py, verts, normals, edges, s):  # pragma: no cover - compiled
     """``polygon_distance`` against polygon ``s`` of ``verts, normals, edges (k, K, 2)``
     (padding included: it never wins, as in the reference). Indexed, not sliced: a
@@ -333,7 +333,7 @@ def _face_contact(p, p0, verts, normals, d, q, n):
             np.where(use[:, None], ns, n))
 
 
-@jit
+@jit_borrow
 def _face_contact_k(px, py, p0x, p0y, verts, normals, s, d, nx,
                   ny):  # pragma: no cover - compiled
     """``_face_contact`` for polygon ``s`` of ``verts, normals (k, K, 2)`` given its
@@ -401,7 +401,7 @@ def box_polygon(lo, hi):
     return verts, normals
 
 
-@jit
+@jit_borrow
 def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, bverts,
               bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
     """Point ``p`` against row ``g`` of the shape table: ``ShapeSet.distance``, or
@@ -626,7 +626,7 @@ def sweep_polygon(p0, p1, verts, normals, rs, edges=None):
     return _pick(ts, ns)
 
 
-@jit
+@jit_borrow
 def _sweep_polygon(p0x, p0y, p1x, p1y, verts, normals, edges, s,
                    rs):  # pragma: no cover - compiled
     """``sweep_polygon`` for polygon ``s`` of ``verts, normals, edges (k, K, 2)``:
@@ -657,7 +657,7 @@ def _sweep_polygon(p0x, p0y, p1x, p1y, verts, normals, edges, s,
     return tf, nx, ny
 
 
-@jit
+@jit_borrow
 def _sweep(g, p0x, p0y, p1x, p1y, r, kinds, rows, geo, pverts, pnorm, pedge, bverts,
            bnorm, bedge):  # pragma: no cover - compiled
     """``ShapeSet.sweep`` of a disc of radius ``r`` against row ``g`` of the table."""
