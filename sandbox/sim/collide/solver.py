@@ -1680,8 +1680,8 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
 
 @jit_borrow
 def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck,
-                aref, aused, e, mu, nodes, gx, dt, gy, size, live, count, da,
-                db):  # pragma: no cover - compiled
+                aref, aused, e, mu, nodes, gx, dt, gy, size, g0, g1, g2, g3, live,
+                count, da, db):  # pragma: no cover - compiled
     """``Contacts._pair_velocity``: one Jacobi sweep over the pairs in contact,
     averaged as in the projection; returns the largest change.
 
@@ -1693,14 +1693,45 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
     Each pair's change of relative velocity before its share, ``dvn n - dvt t``, is
     formed in the first loop, in float64 as the scratch would have held its parts
     (the same bits), and only scaled in the scatter, which so reads 2 arrays where it
-    read 6. (That loop split in two, the square roots and divisions in a loop of
-    vector instructions, was no faster: the gathers bound it.)
+    read 6. In the inelastic sweep (``not bounce``, the one every contact frame runs)
+    the ends' velocities are gathered first (``g0..g3``), so that loop reads only
+    contiguous arrays and LLVM makes it vector instructions, square roots and
+    divisions included: the pile's frame 2.12 -> 2.00 ms. (Splitting it after the
+    gathers' arithmetic instead, only the roots and divisions vectorised, was no
+    faster.)
 
     ``da, db`` come all zero and are left so (each row read is cleared): no clearing
     of all of them a sweep (the pile's 2,000 nodes: 64 kB)."""
     na = ai.size
-    top = 0.0
-    for s in range(na):
+    if not bounce:
+        # The inelastic sweep: the ends' velocities gathered (g0..g3, float64 holding
+        # either float type exactly), then every pair in a loop of vector instructions.
+        for s in range(na):
+            ii = np.uint64(ai[s])      # unsigned: no wraparound tests (module docstring)
+            jj = np.uint64(aj[s])
+            g0[s] = v[ii, 0]
+            g1[s] = v[ii, 1]
+            g2[s] = v[jj, 0]
+            g3[s] = v[jj, 1]
+        for s in range(na):
+            nx = anx[s]
+            ny = any_[s]
+            vrx = _as(v, g2[s]) - _as(v, g0[s])
+            vry = _as(v, g3[s]) - _as(v, g1[s])
+            vn = vrx * nx + vry * ny
+            d, budget = _stop_k(vn, aref[s], mu)
+            budget = _max(budget - aused[s], 0.0)
+            tx = vrx - vn * nx
+            ty = vry - vn * ny
+            vtl = math.sqrt(tx * tx + ty * ty)
+            t = vtl if astuck[s] else _min(budget, vtl)
+            sv = np.float64(t / vtl if vtl != 0 else t)
+            d64 = np.float64(d)
+            dt[s] = t
+            gx[s] = d64 * nx - sv * np.float64(tx)
+            gy[s] = d64 * ny - sv * np.float64(ty)
+            size[s] = abs(d) + t
+    for s in range(na if bounce else 0):
         ii = np.uint64(ai[s])      # unsigned: no wraparound tests (module docstring)
         jj = np.uint64(aj[s])
         nx = anx[s]
@@ -1728,6 +1759,8 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
         gx[s] = d64 * nx - sv * np.float64(tx)
         gy[s] = d64 * ny - sv * np.float64(ty)
         size[s] = abs(d) + t
+    top = 0.0
+    for s in range(na):
         top = _max(top, size[s])
     # As in the projection: round-off changes (touching balls at rest) do not count.
     floor = 1e-9 + 1e-6 * top
@@ -1778,11 +1811,12 @@ def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny
     change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
                           e, mu, used, lift)
     (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, s0, s1,
-     s2, s3, live, count, da, db) = pairs
+     s2, s3, s4, s5, s6, s7, live, count, da, db) = pairs
     if ai.size:
         change = max(change, _pair_sweep(
             v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref,
-            aused, pe, pmu, nodes, s0, s1, s2, s3, live, count, da, db))
+            aused, pe, pmu, nodes, s0, s1, s2, s3, s4, s5, s6, s7, live, count, da,
+            db))
     return change
 
 
@@ -1798,7 +1832,7 @@ def finish_space(x, C, P, M):  # pragma: no cover - compiled
             np.empty(P, x.dtype), np.empty(P, x.dtype), np.empty(P, x.dtype),
             np.empty(P, x.dtype), np.empty(P, np.bool_), np.empty(C + 2 * P, np.int64),
             np.empty_like(x), np.empty((n, 2)), np.empty((n, 2)), np.empty(n, np.bool_),
-            np.empty(P), np.empty(C), np.empty((4, P)), np.empty(P, np.int64),
+            np.empty(P), np.empty(C), np.empty((8, P)), np.empty(P, np.int64),
             np.empty(M, np.int64), np.zeros((M, 2)), np.zeros((M, 2)), np.empty(C),
             np.empty(P), np.zeros(n, np.bool_))
 
@@ -1974,7 +2008,8 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     aused[:] = 0.0
     pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
              afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, sp_scr[0, :na],
-             sp_scr[1, :na], sp_scr[2, :na], sp_scr[3, :na], live, count, da, db)
+             sp_scr[1, :na], sp_scr[2, :na], sp_scr[3, :na], sp_scr[4, :na],
+             sp_scr[5, :na], sp_scr[6, :na], sp_scr[7, :na], live, count, da, db)
     for _ in range(max(sweeps, 4) if bounce else 0):
         if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
                            cny, e, mu, used, lift, pairs) <= tol:
