@@ -1678,6 +1678,23 @@ def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e
     return change
 
 
+@jit_inline
+def _pair_change(vrx, vry, vn, nx, ny, d, budget, stuck):  # pragma: no cover - compiled
+    """A pair's part of :func:`_pair_sweep` once its normal change ``d`` and friction
+    ``budget`` are known, from the relative velocity ``vrx, vry`` (its normal part
+    ``vn`` along ``nx, ny``): ``(t, dvx, dvy, size)``, the tangential change ``t``
+    (all of the slip when ``stuck``), the change of relative velocity before its share
+    ``d n - t (slip direction)`` in float64, and ``|d| + t``. Numbers in and out."""
+    tx = vrx - vn * nx
+    ty = vry - vn * ny
+    vtl = math.sqrt(tx * tx + ty * ty)
+    t = vtl if stuck else _min(budget, vtl)
+    sv = np.float64(t / vtl if vtl != 0 else t)
+    d64 = np.float64(d)
+    return (t, d64 * nx - sv * np.float64(tx), d64 * ny - sv * np.float64(ty),
+            abs(d) + t)
+
+
 @jit_borrow
 def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck,
                 aref, aused, e, mu, nodes, gx, dt, gy, size, g0, g1, g2, g3, live,
@@ -1721,44 +1738,23 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
             vn = vrx * nx + vry * ny
             d, budget = _stop_k(vn, aref[s], mu)
             budget = _max(budget - aused[s], 0.0)
-            tx = vrx - vn * nx
-            ty = vry - vn * ny
-            vtl = math.sqrt(tx * tx + ty * ty)
-            t = vtl if astuck[s] else _min(budget, vtl)
-            sv = np.float64(t / vtl if vtl != 0 else t)
-            d64 = np.float64(d)
-            dt[s] = t
-            gx[s] = d64 * nx - sv * np.float64(tx)
-            gy[s] = d64 * ny - sv * np.float64(ty)
-            size[s] = abs(d) + t
-    for s in range(na if bounce else 0):
-        ii = np.uint64(ai[s])      # unsigned: no wraparound tests (module docstring)
+            dt[s], gx[s], gy[s], size[s] = _pair_change(vrx, vry, vn, nx, ny, d, budget,
+                                                        astuck[s])
+    for s in range(na if bounce else 0):    # bouncing: it marks what it bounces
+        ii = np.uint64(ai[s])
         jj = np.uint64(aj[s])
         nx = anx[s]
         ny = any_[s]
         vrx = v[jj, 0] - v[ii, 0]
         vry = v[jj, 1] - v[ii, 1]
         vn = vrx * nx + vry * ny
-        if bounce:
-            target = -e * vn if -vn > v_th else 0.0
-            if target > 0:
-                bounced[ii] = True
-                bounced[jj] = True
-            d = _max(target - vn, 0.0)
-            budget = mu * d
-        else:
-            d, budget = _stop_k(vn, aref[s], mu)
-            budget = _max(budget - aused[s], 0.0)
-        tx = vrx - vn * nx
-        ty = vry - vn * ny
-        vtl = math.sqrt(tx * tx + ty * ty)
-        t = vtl if astuck[s] else _min(budget, vtl)
-        sv = np.float64(t / vtl if vtl != 0 else t)
-        d64 = np.float64(d)
-        dt[s] = t
-        gx[s] = d64 * nx - sv * np.float64(tx)
-        gy[s] = d64 * ny - sv * np.float64(ty)
-        size[s] = abs(d) + t
+        target = -e * vn if -vn > v_th else 0.0
+        if target > 0:
+            bounced[ii] = True
+            bounced[jj] = True
+        d = _max(target - vn, 0.0)
+        dt[s], gx[s], gy[s], size[s] = _pair_change(vrx, vry, vn, nx, ny, d, mu * d,
+                                                    astuck[s])
     top = 0.0
     for s in range(na):
         top = _max(top, size[s])
