@@ -681,7 +681,7 @@ def test_warm_up_compiles_every_kernel_for_both_float_types():
     from sandbox.sim import warmup
     warmup.warm_up()
     for f, arg in ((ck.begin, 0), (ck.pair_list, 0), (ck.project, 0), (ck.finish, 0),
-                   (ck.max_moved2, 0), (ck.any_moving, 2)):
+                   (ck.moved_less, 0), (ck.any_moving, 2)):
         assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
 
 

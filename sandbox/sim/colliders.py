@@ -46,7 +46,7 @@ from .collide.broad import (  # noqa: F401
     _PairList,
     aabb_pairs_brute,
     any_moving,
-    max_moved2,
+    moved_less,
     pair_list,
     particle_pairs,
     rank_batches,
@@ -261,11 +261,11 @@ class Colliders:
         L = self._pair_list
         if L is not None and L.key[0] == key[0] and L.key[1] is r and L.key[2] is exclude:
             if compiled:
-                moved2 = float(max_moved2(x, L.x_ref))
+                holds = bool(moved_less(x, L.x_ref, (0.5 * L.skin) ** 2))
             else:
                 moved = x - L.x_ref
-                moved2 = float(np.max(_dot(moved, moved), initial=0.0))
-            if moved2 < (0.5 * L.skin) ** 2:
+                holds = float(np.max(_dot(moved, moved), initial=0.0)) < (0.5 * L.skin) ** 2
+            if holds:
                 return L if L.i.size else None
         skin = max(float(r.max(initial=0.0)), MARGIN)
         if compiled:

@@ -13,7 +13,7 @@ from .collide.broad import (  # noqa: F401
     _scan_pairs,
     _stable_order,
     any_moving,
-    max_moved2,
+    moved_less,
     pair_list,
 )
 from .collide.geometry import (  # noqa: F401
