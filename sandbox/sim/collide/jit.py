@@ -10,6 +10,8 @@ numba itself is imported by :mod:`sandbox.sim.backend` alone; whether the compil
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..backend import INSTALLED, njit
 
 if INSTALLED:
@@ -53,6 +55,27 @@ def _max(a, b):  # pragma: no cover - compiled
 def _min(a, b):  # pragma: no cover - compiled
     """``np.minimum`` of two numbers: NaN wins."""
     return a if (a <= b or a != a) else b
+
+
+#: The bits of a float64 but its sign (``_key``).
+_MAGNITUDE = 0x7FFFFFFFFFFFFFFF
+
+
+@jit_inline
+def _key(value):  # pragma: no cover - compiled
+    """``abs(value)`` (a float64) as the integer its bits make. Keys order as the
+    magnitudes do, NaN (of either sign) above infinity: the largest magnitude of many
+    numbers is an integer maximum of their keys, a loop LLVM makes vector instructions,
+    where ``_max``'s compare-and-pick waits for the last one (~4 cycles a number).
+    Back to the number with :func:`_unkey`."""
+    return np.float64(value).view(np.uint64) & np.uint64(_MAGNITUDE)
+
+
+@jit_inline
+def _unkey(key):  # pragma: no cover - compiled
+    """The float64 whose bits are ``key`` (from :func:`_key`: ``>= 0`` or NaN)."""
+    bits = np.uint64(key)
+    return bits.view(np.float64)
 
 
 @jit

@@ -87,7 +87,7 @@ from .geometry import (
     _side,
     _sweep,
 )
-from .jit import _as, _max, _min, jit, jit_borrow, jit_inline
+from .jit import _as, _key, _max, _min, _unkey, jit, jit_borrow, jit_inline
 
 if TYPE_CHECKING:
     from .shapes import ShapeSet
@@ -1755,24 +1755,25 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
         d = _max(target - vn, 0.0)
         dt[s], gx[s], gy[s], size[s] = _pair_change(vrx, vry, vn, nx, ny, d, mu * d,
                                                     astuck[s])
-    top = 0.0
+    # The largest change: sizes are >= 0 or NaN, so the largest key (_key) is theirs,
+    # in vector instructions (_max's chain took 5.7 us of a pile sweep's 30).
+    kt = np.uint64(0)
     for s in range(na):
-        top = _max(top, size[s])
+        kt = max(kt, _key(size[s]))
+    top = _unkey(kt)
     # As in the projection: round-off changes (touching balls at rest) do not count.
     floor = 1e-9 + 1e-6 * top
     count[:] = 0
     nl = 0
-    change = 0.0
     for s in range(na):
         if size[s] > floor:
             live[nl] = s
             nl += 1
             count[np.uint64(aa[s])] += 1
             count[np.uint64(ab[s])] += 1
-            if size[s] > change:
-                change = size[s]
-    if not nl:
+    if not nl:             # none above the floor (or top NaN: none compares)
         return 0.0
+    change = top           # the largest live size: top is above its floor
     for q in range(nl):
         s = np.uint64(live[q])
         sa = np.uint64(aa[s])
@@ -1944,7 +1945,7 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
         return False
     # The two views: v_pos (what the positions say) and v_pre (without dx).
     h_f = _as(x, h)
-    top = 0.0
+    ktop = np.uint64(0)        # the largest |v_pre| of a moving row, as a _key
     for t in range(nr):
         q = np.uint64(rowlist[t])
         seen[q] = False         # all False again for the next call
@@ -1958,9 +1959,8 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
             v_imp[q, k] = v_pre[q, k]
         bounced[q] = False
         if w[q] > 0:
-            top = _max(top, abs(v_pre[q, 0]))
-            top = _max(top, abs(v_pre[q, 1]))
-    tol = 1e-9 * (1.0 + top)
+            ktop = max(ktop, _key(v_pre[q, 0]), _key(v_pre[q, 1]))
+    tol = 1e-9 * (1.0 + _unkey(ktop))
     # Each pair's pre-contact normal velocity: _may_bounce's test and _stop's reference.
     aref = sp_aref[:na]
     for s in range(na):
