@@ -1756,12 +1756,14 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
     floor = 1e-9 + 1e-6 * top
     count[:] = 0
     nl = 0
+    # Written always, kept if live: no branch (the pile's 4 % of pairs not live fall at
+    # random; 3.6 -> 2.4 us a sweep).
     for s in range(na):
-        if size[s] > floor:
-            live[nl] = s
-            nl += 1
-            count[np.uint64(aa[s])] += 1
-            count[np.uint64(ab[s])] += 1
+        keep = np.int64(size[s] > floor)
+        live[nl] = s
+        nl += keep
+        count[np.uint64(aa[s])] += keep
+        count[np.uint64(ab[s])] += keep
     if not nl:             # none above the floor (or top NaN: none compares)
         return 0.0
     change = top           # the largest live size: top is above its floor
@@ -1818,8 +1820,9 @@ def finish_space(x, C, P, M):  # pragma: no cover - compiled
     return (np.empty(C, np.bool_), np.empty(C), np.empty(C), np.empty(P, np.int64),
             np.empty(P, np.int64), np.empty(P, np.int64), np.empty(P, np.int64),
             np.empty(P, x.dtype), np.empty(P, x.dtype), np.empty(P, x.dtype),
-            np.empty(P, x.dtype), np.empty(P, np.bool_), np.empty(C + 2 * P, np.int64),
-            np.empty_like(x), np.empty((n, 2)), np.empty((n, 2)), np.empty(n, np.bool_),
+            np.empty(P, x.dtype), np.empty(P, np.bool_),
+            np.empty(max(C + 2 * P, n), np.int64), np.empty_like(x), np.empty((n, 2)),
+            np.empty((n, 2)), np.empty(n, np.bool_),
             np.empty(P), np.empty(C), np.empty((8, P)), np.empty(P, np.int64),
             np.empty(M, np.int64), np.zeros((M, 2)), np.zeros((M, 2)), np.empty(C),
             np.empty(P), np.zeros(n, np.bool_))
@@ -1898,15 +1901,9 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     nn = _near_pairs(x, pi, pj, reach, touch_f, ptouched, True, near, anx, any_, gd)
     # The particles in contact (pinned ends of pairs included: the sweeps read them);
     # only their rows of the velocity views are ever read, so only they are filled.
-    # The shapes' first, then each pair's as it is listed.
-    rowlist = sp_rows
-    nr = 0
+    # Marked in ``seen`` as their contacts and pairs are listed, then listed once each.
     for c in range(C):
-        q = cp[c]
-        if cact[c] and not seen[q]:
-            seen[q] = True
-            rowlist[nr] = q
-            nr += 1
+        seen[np.uint64(cp[c])] |= cact[c]
     na = 0
     for t in range(nn):
         k = np.uint64(near[t])
@@ -1926,20 +1923,43 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
             afj[na] = fi if w[jj] == w[ii] else w[jj] / wsum    # same operands: same bits
             astuck[na] = pstuck[k]
             na += 1
-            rowlist[nr] = ii        # written always, kept if new: no branch
-            nr += 1 - np.int64(seen[ii])
             seen[ii] = True
-            rowlist[nr] = jj
-            nr += 1 - np.int64(seen[jj])
             seen[jj] = True
-    if not active and not na:       # no row listed: seen is all False
+    if not active and not na:       # nothing marked: seen is all False
         return False
+    # The rows listed, written always and kept if marked, the marks cleared for the
+    # next call: in a walk over all particles when contacts are many, else over the
+    # contacts' own particles (each where first met). The order of the rows changes
+    # no result: each row is computed on its own, and the largest |v_pre| is the same
+    # in any order. Listing them as the pairs were listed had every pair wait for the
+    # mark of the last (the pile's compaction: 17.6 -> 13 us a substep).
+    rowlist = sp_rows
+    nr = 0
+    if 4 * (C + 2 * na) >= x.shape[0]:
+        for q in range(x.shape[0]):
+            rowlist[nr] = q
+            nr += np.int64(seen[q])
+            seen[q] = False
+    else:
+        for c in range(C):
+            q = np.uint64(cp[c])
+            rowlist[nr] = q
+            nr += np.int64(seen[q])
+            seen[q] = False
+        for s in range(na):
+            ii = np.uint64(ai[s])
+            rowlist[nr] = ii
+            nr += np.int64(seen[ii])
+            seen[ii] = False
+            jj = np.uint64(aj[s])
+            rowlist[nr] = jj
+            nr += np.int64(seen[jj])
+            seen[jj] = False
     # The two views: v_pos (what the positions say) and v_pre (without dx).
     h_f = _as(x, h)
     ktop = np.uint64(0)        # the largest |v_pre| of a moving row, as a _key
     for t in range(nr):
         q = np.uint64(rowlist[t])
-        seen[q] = False         # all False again for the next call
         for k in range(2):
             if position_based:
                 v_pos[q, k] = (x[q, k] - x0[q, k]) / h_f
