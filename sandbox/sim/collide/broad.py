@@ -309,6 +309,24 @@ def _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
         b2 = box[g, 2]
         b3 = box[g, 3]
         bit = np.int64(1) << np.int64(g)
+        if inv_len[g] > 0:
+            # A segment: the gap filter's lower bound (the distance to its line) in the
+            # same loop, the same operations: a slanted segment's box holds many
+            # particles its line is far from (the pile's funnel sides: 550 box
+            # overlaps a substep, 60 near the line), each a call of the filter.
+            ax = geo[g, 0]
+            ay = geo[g, 1]
+            ex = geo[g, 2] - ax
+            ey = geo[g, 3] - ay
+            il = inv_len[g]
+            th = geo[g, 4]
+            for q in range(n):
+                hit = ((lo[0, q] <= b2) & (lo[1, q] <= b3) & (hi[0, q] >= b0)
+                       & (hi[1, q] >= b1))
+                cr = ex * (f0[2 * q + 1] - ay) - ey * (f0[2 * q] - ax)
+                far = abs(cr) * il - th - r[q] > one_half * disp[q] + marg + GAP_TOL
+                bits[q] |= bit if hit & (not far) else np.int64(0)
+            continue
         for q in range(n):
             hit = ((lo[0, q] <= b2) & (lo[1, q] <= b3) & (hi[0, q] >= b0)
                    & (hi[1, q] >= b1))
