@@ -298,9 +298,9 @@ def test_balls_in_corners_match_the_reference(dtype):
     kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
     rest = t.begin_args[11:]
     eps = float(np.finfo(dtype).eps)
-    space = solver.begin_space(x1, 0, 4)
+    space = solver.begin_space(x1, 0, 4, False)
     C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, C.SKIN, C.TOUCH,
-                                  1e-3, *space[4:])
+                                  1e-3, *space[4:17])
     assert C_ == -1
     out = solver.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
                        *rest, 0.0, 0.0, eps, C.SKIN, C.TOUCH, 1e-3, C.BRUTE_PAIRS, 10_000,

@@ -396,7 +396,8 @@ class Colliders:
                                  and fixed[0][2] == dtype and fixed[0][3] is r
                                  and fixed[0][4] is exclude and fixed[0][5] is table):
             t = self.tables(config.bounds)
-            scratch = (np.empty_like(x), np.zeros(x.shape))
+            scratch = (np.empty_like(x), np.zeros(x.shape),
+                       solver.begin_space(x, t.begin_args[3], t.begin_args[4], True))
             sweeps = int(config.iterations)
             fixed = self._frame_args = ((config, x.shape, dtype, r, exclude, t), scratch, (
                 max(sweeps, 1), sweeps), (*t.begin_args, float(config.restitution),

@@ -55,7 +55,7 @@ from .collide.solver import (  # noqa: F401
     _shape_sweep,
     _share,
     _stop_k,
-    _toi,
+    _toi_into,
     _velocity_sweep,
     begin,
     finish,

@@ -173,6 +173,28 @@ def _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims, max_cel
     return m
 
 
+@jit_borrow
+def shape_boxes(kinds, geo, nshapes, box, inv_len):  # pragma: no cover - compiled
+    """The broad phase's table of the shapes' boxes (``box``, ``(nshapes, 4)``: lo x, lo
+    y, hi x, hi y) and each segment's ``1 / |b - a|`` (``inv_len``; 0 for other shapes).
+
+    A segment's box is loose when it slants: a lower bound on the distance first, the
+    distance to its line less its thickness, ``|(b - a) x (p - a)| / |b - a| - thickness``.
+    Only a pair it puts beyond the filter by more than ``GAP_TOL`` (far more than the
+    round-off of either) skips the exact distance: the pairs kept are the same."""
+    for g in range(nshapes):
+        box[g, 0] = geo[g, LO_X]
+        box[g, 1] = geo[g, LO_Y]
+        box[g, 2] = geo[g, HI_X]
+        box[g, 3] = geo[g, HI_Y]
+        inv_len[g] = 0.0
+        if kinds[g] == SEGMENT:
+            ex = geo[g, 2] - geo[g, 0]
+            ey = geo[g, 3] - geo[g, 1]
+            ln = math.sqrt(ex * ex + ey * ey)
+            inv_len[g] = 1.0 / ln if ln > 0 else 0.0
+
+
 @jit
 def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
                  bverts, bnorm, bedge, keys, sids, cell, origin, dims, brute, max_cells,
@@ -184,27 +206,14 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
     n = x1.shape[0]
     stamp = np.full(nshapes, -1, np.int64)
     buf = np.empty(nshapes, np.int64)
-    # A segment's box is loose when it slants: a lower bound on the distance first, the
-    # distance to its line less its thickness, |(b - a) x (p - a)| / |b - a| - thickness.
-    # Only a pair it puts beyond the filter by more than GAP_TOL (far more than the
-    # round-off of either) skips the exact distance: the pairs kept are the same.
-    inv_len = np.zeros(nshapes)
-    box = np.empty((nshapes, 4))            # the boxes in a compact table of their own
-    for g in range(nshapes):
-        box[g, 0] = geo[g, LO_X]
-        box[g, 1] = geo[g, LO_Y]
-        box[g, 2] = geo[g, HI_X]
-        box[g, 3] = geo[g, HI_Y]
-        if kinds[g] == SEGMENT:
-            ex = geo[g, 2] - geo[g, 0]
-            ey = geo[g, 3] - geo[g, 1]
-            ln = math.sqrt(ex * ex + ey * ey)
-            inv_len[g] = 1.0 / ln if ln > 0 else 0.0
+    inv_len = np.empty(nshapes)
+    box = np.empty((nshapes, 4))
+    shape_boxes(kinds, geo, nshapes, box, inv_len)
     if brute and 0 < nshapes <= _MASK_SHAPES:
         return _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm,
                             pedge, bverts, bnorm, bedge, half, one_half, marg, cp, cg, gap,
                             box, inv_len, np.empty((2, n)), np.empty((2, n)),
-                            np.zeros(n, np.int64))
+                            np.empty(n, np.int64))
     m = 0
     for q in range(n if nshapes else 0):
         if not w[q] > 0:
@@ -296,8 +305,9 @@ def _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
     f0 = x0.reshape(-1)
     f1 = x1.reshape(-1)
     # lo, hi: float64 (2, n), holding a box edge of either float type exactly (the same
-    # comparisons); bits: int64 (n,), all 0.
+    # comparisons); bits: int64 (n,), cleared here.
     for q in range(n):
+        bits[q] = 0
         pad = r[q] + half * disp[q] + marg
         lo[0, q] = _min(f0[2 * q], f1[2 * q]) - pad
         lo[1, q] = _min(f0[2 * q + 1], f1[2 * q + 1]) - pad

@@ -66,13 +66,16 @@ import numpy as np
 
 from ..backend import INSTALLED
 from .broad import (
+    _MASK_SHAPES,
     _broad_phase,
+    _brute_masks,
     _first_per_particle,
     _PairList,
     any_moving,
     moved_less,
     pair_list,
     rank_batches,
+    shape_boxes,
 )
 from .geometry import (
     INF,
@@ -832,7 +835,7 @@ def _share(count_a, count_b):  # pragma: no cover - compiled
 
 
 @jit
-def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
+def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
     """The arrays :func:`begin_into` fills, sized for any substep of a frame of
     ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes),
     the contacts' particles and table rows (that room plus one a particle and wall,
@@ -840,16 +843,26 @@ def begin_space(x1, nshapes, nwalls):  # pragma: no cover - compiled
     that room plus one wall a particle; more wall contacts grow them), and which
     particles are near the four walls of ``bounds`` (:func:`_near_walls`). Allocated once
     a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
-    their reference counts: ~15 % of the soft blob's profile) are gone."""
+    their reference counts: ~15 % of the soft blob's profile) are gone.
+
+    With ``scratch`` (the frame's), also what :func:`_begin_fast` works in: the shapes'
+    boxes, the broad phase's masks, the sort's and the sweep's (:func:`toi_space`)
+    arrays for the whole room, and state rows for a wall contact per particle and
+    wall; without, those arrays are empty (``begin_into`` makes its own)."""
     n = x1.shape[0]
     cap = max(4 * n, 64) if nshapes else 0
     C = cap + n * nwalls + 1
+    k = cap if scratch else 0
     ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
-        cap + (n if nwalls else 0) + 1)
+        C if scratch else cap + (n if nwalls else 0) + 1)
     return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap),
             np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
             np.empty(C, np.int64), ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-            mu, np.empty(n if nwalls == 4 else 0, np.bool_))
+            mu, np.empty(n if nwalls == 4 else 0, np.bool_),
+            np.empty((nshapes if scratch else 0, 4)), np.empty(nshapes if scratch else 0),
+            np.empty((2, n if k else 0)), np.empty((2, n if k else 0)),
+            np.empty(n if k else 0, np.int64), np.empty(k, np.int64), np.empty(k),
+            np.empty(WALL + 1, np.int64), toi_space(n if k else 0, k))
 
 
 @jit
@@ -889,7 +902,7 @@ def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pe
                          pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
                          dims, e_def, mu_def, eps, skin_min, touch_min, margin,
                          brute_pairs, max_cells, v0, acc, h, v_th,
-                         begin_space(x1, nshapes, nwalls))
+                         begin_space(x1, nshapes, nwalls, False))
     return (cp[:C], cg[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C], depth[:C],
             spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
 
@@ -1014,6 +1027,32 @@ def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
     return nw
 
 
+@jit
+def _begin_tolerances(x1, eps, skin_min, touch_min):  # pragma: no cover - compiled
+    """``_tolerances(x1)`` with the float type's ``eps`` and the constants
+    ``skin_min``, ``touch_min``: ``(skin, touch)``."""
+    top = _largest_abs(x1)
+    s16 = 16.0 * eps * (1.0 + top)
+    skin = s16 if s16 > skin_min else skin_min
+    s100 = 100.0 * skin
+    return skin, (s100 if s100 > touch_min else touch_min)
+
+
+@jit_borrow
+def _displacements(x0, x1, w, disp):  # pragma: no cover - compiled
+    """Each particle's move ``|x1 - x0|`` into ``disp``; returns how many can move
+    (``w > 0``). Flat: a loop of vector instructions (as in _near_walls), 2x faster."""
+    movable = 0
+    f0 = x0.reshape(-1)
+    f1 = x1.reshape(-1)
+    for q in range(x1.shape[0]):
+        ddx = f1[2 * q] - f0[2 * q]
+        ddy = f1[2 * q + 1] - f0[2 * q + 1]
+        disp[q] = math.sqrt(ddx * ddx + ddy * ddy)
+        movable += np.int64(w[q] > 0)
+    return movable
+
+
 @jit_borrow
 def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_min, margin,
                  c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,
@@ -1027,11 +1066,7 @@ def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_
     Its own kernel counting no references, which the frame calls directly: a call of
     ``begin_into`` counted its 34 arguments (with ``space``'s 17) on entry and exit,
     and made twelve views to return, ~0.5 us of the soft blob's 2 us a substep."""
-    top = _largest_abs(x1)          # _tolerances(x1)
-    s16 = 16.0 * eps * (1.0 + top)
-    skin = s16 if s16 > skin_min else skin_min
-    s100 = 100.0 * skin
-    touch = s100 if s100 > touch_min else touch_min
+    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
     n = x1.shape[0]
     if nwalls == 0 or n == 0:
         return 0, skin, touch
@@ -1080,13 +1115,13 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     skin, touch``: the first ``C`` rows of the arrays are the contacts' particles and
     table rows in the reference's group order (shape type by shape type, each in
     ``(particle, shape)`` order, then the walls), their materials, segment sides, and
-    what the sweep did to them (``_toi``); ``space``'s arrays (valid until the next
+    what the sweep did to them (``_toi_into``); ``space``'s arrays (valid until the next
     call with it) or, grown, new ones. Whole arrays and a count, not views: the frame
     would count a reference to each view (see :func:`frame`).
     """
     n = x1.shape[0]
     (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-     mu, near) = space
+     mu, near) = space[:17]
     if nshapes == 0:
         C, skin, touch = _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps,
                                       skin_min, touch_min, margin, c_p, c_g, ref, depth,
@@ -1094,20 +1129,9 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
         if C >= 0:
             return (C, c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit,
                     tau, skin, touch)
-    top = _largest_abs(x1)          # _tolerances(x1)
-    s16 = 16.0 * eps * (1.0 + top)
-    skin = s16 if s16 > skin_min else skin_min
-    s100 = 100.0 * skin
-    touch = s100 if s100 > touch_min else touch_min
+    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
     marg = _as(x1, margin)
-    movable = 0
-    f0 = x0.reshape(-1)             # flat: a vector loop (as in _near_walls), 2x faster
-    f1 = x1.reshape(-1)
-    for q in range(n if nshapes else 0):     # without shapes only walls need it
-        ddx = f1[2 * q] - f0[2 * q]
-        ddy = f1[2 * q + 1] - f0[2 * q + 1]
-        disp[q] = math.sqrt(ddx * ddx + ddy * ddy)
-        movable += np.int64(w[q] > 0)
+    movable = _displacements(x0, x1, w, disp) if nshapes else 0  # only walls: unneeded
     m = 0
     if nshapes:
         brute = movable * nshapes <= brute_pairs
@@ -1130,52 +1154,12 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     if m + 1 > ref.size:
         ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
             m + nq + 1)
-    if m:
-        # Shape type by shape type (a stable counting sort): the reference's groups.
-        start = np.zeros(WALL + 1, np.int64)
-        for c in range(m):
-            start[kinds[cg[c]] + 1] += 1
-        for k in range(WALL):
-            start[k + 1] += start[k]
-        order = np.empty(m, np.int64)
-        for c in range(m):
-            kd = kinds[cg[c]]
-            order[start[kd]] = c
-            start[kd] += 1
-        gap_o = np.empty(m)
-        for k in range(m):
-            c_p[k] = cp[order[k]]
-            c_g[k] = cg[order[k]]
-            gap_o[k] = gap[order[k]]
-        _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, 0, m)
-        for c in range(m):
-            g = c_g[c]
-            if kinds[g] == SEGMENT:
-                q = c_p[c]
-                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
-                               geo[g, 3])
-        _toi(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o, ref[:m], m, mu_def,
-             kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched[:m],
-             nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th, e_def, vhit[:m],
-             tau[:m])
-    # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
-    # limit (``_wall_limit``), then the walls, the hits in (particle, wall) order after
-    # the shapes' contacts: the four walls of ``bounds`` in ``_near_walls``, any other
-    # number in ``_other_walls``.
-    # hit = dw < lo or dw < hi. With shapes: lo = r + disp + margin (hi never). Without,
-    # disp is not computed: lo = r + margin, and hi = r + |path| + margin, the exact
-    # test; it is at most r + 2 (|dx| + |dy|) + margin, below which the reference
-    # needs it, so "dw < hi" decides alike. Stored in float64: exactly as computed;
-    # one limit, the larger (a NaN path keeps lo, as "dw < hi" is then false).
-    nw = 0
-    W0 = nshapes
-    if nwalls == 4 and nq:
-        nw = _near_walls(x0, x1, r, w, disp, geo, W0, nshapes != 0, marg, near, c_p,
-                         c_g, m)
-    if nwalls != 4 and nq:
-        nw = _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, nshapes != 0, marg, c_p,
-                          c_g, m)
-    C = m + nw
+    C = m + _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
+                         pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch,
+                         marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
+                         depth, touched, stuck, nrm, spent, vhit, tau, near,
+                         np.empty(m, np.int64), np.empty(m), np.empty(WALL + 1, np.int64),
+                         toi_space(n, m))
     if C > ref.size:        # more wall contacts than particles (corners): grown
         (ref2, depth2, touched2, stuck2, nrm2, spent2, vhit2, tau2, e,
          mu) = _contact_rows(C)
@@ -1195,10 +1179,127 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
             touch)
 
 
+@jit_borrow
+def _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm,
+                 pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch, marg, v0, acc, h,
+                 v_th, m, cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm,
+                 spent, vhit, tau, near, order, gap_o, start,
+                 tspace):  # pragma: no cover - compiled
+    """:func:`begin_into` after its broad phase (``m`` contacts in ``cp, cg, gap``):
+    the contacts grouped by shape type into ``c_p, c_g`` (a stable counting sort:
+    the reference's groups), their rows cleared and segment sides found, the sweep
+    (``_toi_into``: moves ``x1``, adds to ``dx``), then the walls after them. Returns
+    the number of wall contacts ``nw`` (rows ``m .. m + nw``, not yet started).
+
+    Room: ``c_p, c_g`` for ``m + n nwalls + 1``, the rows for ``m``, ``order``,
+    ``gap_o`` and ``tspace`` (:func:`toi_space`) for ``m``, ``start`` for ``WALL + 1``."""
+    if m:
+        start[:] = 0
+        for c in range(m):
+            start[kinds[cg[c]] + 1] += 1
+        for k in range(WALL):
+            start[k + 1] += start[k]
+        for c in range(m):
+            kd = kinds[cg[c]]
+            order[start[kd]] = c
+            start[kd] += 1
+        for k in range(m):
+            c_p[k] = cp[order[k]]
+            c_g[k] = cg[order[k]]
+            gap_o[k] = gap[order[k]]
+        _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, 0, m)
+        for c in range(m):
+            g = c_g[c]
+            if kinds[g] == SEGMENT:
+                q = c_p[c]
+                ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
+                               geo[g, 3])
+        _toi_into(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o[:m], ref[:m], m,
+                  mu_def, kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
+                  touched[:m], nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th,
+                  e_def, vhit[:m], tau[:m], tspace)
+    # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
+    # limit (``_wall_limit``), then the walls, the hits in (particle, wall) order after
+    # the shapes' contacts: the four walls of ``bounds`` in ``_near_walls``, any other
+    # number in ``_other_walls``.
+    # hit = dw < lo or dw < hi. With shapes: lo = r + disp + margin (hi never). Without,
+    # disp is not computed: lo = r + margin, and hi = r + |path| + margin, the exact
+    # test; it is at most r + 2 (|dx| + |dy|) + margin, below which the reference
+    # needs it, so "dw < hi" decides alike. Stored in float64: exactly as computed;
+    # one limit, the larger (a NaN path keeps lo, as "dw < hi" is then false).
+    nq = x1.shape[0] if nwalls else 0
+    if nwalls == 4 and nq:
+        return _near_walls(x0, x1, r, w, disp, geo, nshapes, nshapes != 0, marg, near,
+                           c_p, c_g, m)
+    if nwalls != 4 and nq:
+        return _other_walls(x0, x1, r, w, disp, geo, nshapes, nwalls, nshapes != 0, marg,
+                            c_p, c_g, m)
+    return 0
+
+
+@jit_borrow
+def _begin_fast(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm,
+                pedge, bverts, bnorm, bedge, e_def, mu_def, eps, skin_min, touch_min,
+                margin, brute_pairs, v0, acc, h, v_th, c_p, c_g, ref, depth, touched,
+                stuck, nrm, spent, vhit, tau, e, mu, near,
+                space):  # pragma: no cover - compiled
+    """:func:`begin_into` where it makes no array: the brute-force broad phase
+    (``_brute_masks``), in the scratch of ``space`` (:func:`begin_space` with
+    ``scratch``) and the rows given, all with room for every contact (the rows for
+    a wall contact per particle and wall). Returns ``(C, skin, touch)``, or ``C`` -1
+    with nothing changed when it cannot (the shape grid's broad phase, or too little
+    room): ``begin_into`` then does it.
+
+    It counts no reference, and :func:`_frame_steps` calls it without leaving: a call
+    of ``begin_into`` counted ~800 references a pile substep (its arguments, its
+    views, the arrays it returned) and made ~20 arrays."""
+    (cp, cg, gap, disp, box, inv_len, lo, hi, bits, order, gap_o, start,
+     tspace) = (space[0], space[1], space[2], space[3], space[17], space[18], space[19],
+                space[20], space[21], space[22], space[23], space[24], space[25])
+    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
+    n = x1.shape[0]
+    if not (0 < nshapes <= _MASK_SHAPES and box.shape[0] >= nshapes and disp.size >= n
+            and bits.size >= n):
+        return -1, skin, touch
+    movable = _displacements(x0, x1, w, disp)
+    if movable * nshapes > brute_pairs:
+        return -1, skin, touch      # the shape grid (its candidates sort makes arrays)
+    marg = _as(x1, margin)
+    shape_boxes(kinds, geo, nshapes, box, inv_len)
+    m = _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
+                     bverts, bnorm, bedge, _as(x1, 0.5), _as(x1, 1.5), marg, cp, cg, gap,
+                     box, inv_len, lo, hi, bits)
+    room = m + (n if nwalls else 0) * nwalls + 1
+    if (m < 0 or room > c_p.size or room > ref.size or m > order.size
+            or m > tspace[1].size):
+        return -1, skin, touch
+    C = m + _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
+                         pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch,
+                         marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
+                         depth, touched, stuck, nrm, spent, vhit, tau, near, order, gap_o,
+                         start, tspace)
+    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
+                mu_def, m, C)
+    return C, skin, touch
+
+
 @jit
-def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
-         pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
-         stuck, v0, acc0, h, v_th, e_def, vhit, tauo):  # pragma: no cover - compiled
+def toi_space(n, cap):  # pragma: no cover - compiled
+    """The scratch of :func:`_toi_into` for ``n`` particles and up to ``cap`` contacts:
+    ``loc`` (all -1, and every call leaves it so), ``owner``, the paths (4 rows), the
+    bounce state (5 rows), the planes hit, their counts, the live and moved flags,
+    the best hits (3 rows), their contacts, ``unused``, ``n0``."""
+    return (np.full(n, -1, np.int64), np.empty(cap, np.int64), np.empty((4, cap)),
+            np.empty((5, cap)), np.empty((cap, MAX_HITS, 2)), np.empty(cap, np.int64),
+            np.empty((2, cap), np.bool_), np.empty((3, cap)), np.empty(cap, np.int64),
+            np.empty(cap, np.bool_), np.empty((cap, 2)))
+
+
+@jit_borrow
+def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
+              pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
+              stuck, v0, acc0, h, v_th, e_def, vhit, tauo,
+              space):  # pragma: no cover - compiled
     """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
     the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
     contacts' ``touched``, ``nrm``, ``depth``, ``spent``, ``stuck``, ``vhit`` and
@@ -1209,13 +1310,12 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
     groups one after another do; then every hit particle stops on the surface and
     slides on, and the next pass sweeps the rest.
 
-    This part makes the scratch (each particle's place ``loc`` in it, ``owner`` its
-    particle, in order of first contact); :func:`_toi_passes` does the work without
-    reference counts: a call of ``_distance`` or ``_sweep`` passes ten arrays, and
-    counting them cost ~100 ns a contact (the pile's sweep 12 -> 6 us a substep)."""
-    n = x1.shape[0]
-    loc = np.full(n, -1, np.int64)
-    owner = np.empty(m, np.int64)
+    In the scratch ``space`` (:func:`toi_space`, room for ``m`` contacts): this part
+    places each particle in it (``loc``, ``owner`` its particle, in order of first
+    contact), :func:`_toi_passes` does the work. Neither counts references: a call of
+    ``_distance`` or ``_sweep`` passes ten arrays, and counting them cost ~100 ns a
+    contact (the pile's sweep 12 -> 6 us a substep)."""
+    (loc, owner, path, state, planes, count, flags, best, best_k, unused, n0) = space
     L = 0
     for k in range(m):
         q = cp[k]
@@ -1223,42 +1323,30 @@ def _toi(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, g
             loc[q] = L
             owner[L] = q
             L += 1
-    owner = owner[:L]
-    path = np.empty((4, L))
-    posx = path[0]
-    posy = path[1]
-    endx = path[2]
-    endy = path[3]
+    bouncing = v0.shape[0] > 0
     for a in range(L):
         q = owner[a]
-        posx[a] = np.float64(x0[q, 0])
-        posy[a] = np.float64(x0[q, 1])
-        endx[a] = np.float64(x1[q, 0])
-        endy[a] = np.float64(x1[q, 1])
-    bouncing = v0.shape[0] > 0
-    state = np.zeros((5, L if bouncing else 0))     # one allocation, none without v0
-    if bouncing:
-        for a_ in range(L):
-            q = owner[a_]
-            state[1, a_] = np.float64(v0[q, 0])
-            state[2, a_] = np.float64(v0[q, 1])
-            state[3, a_] = np.float64(acc0[q, 0])
-            state[4, a_] = np.float64(acc0[q, 1])
-    planes = np.zeros((L, MAX_HITS, 2))
-    count = np.zeros(L, np.int64)
-    flags = np.zeros((2, L), np.bool_)
-    live = flags[0]
-    moved = flags[1]
-    live[:] = True
-    best = np.empty((3, L))
-    best_k = np.empty(L, np.int64)
-    unused = np.zeros(m, np.bool_)
-    n0 = np.zeros((m, 2))
+        path[0, a] = np.float64(x0[q, 0])
+        path[1, a] = np.float64(x0[q, 1])
+        path[2, a] = np.float64(x1[q, 0])
+        path[3, a] = np.float64(x1[q, 1])
+        state[0, a] = 0.0
+        if bouncing:
+            state[1, a] = np.float64(v0[q, 0])
+            state[2, a] = np.float64(v0[q, 1])
+            state[3, a] = np.float64(acc0[q, 0])
+            state[4, a] = np.float64(acc0[q, 1])
+        count[a] = 0
+        flags[0, a] = True          # live
+        flags[1, a] = False         # moved
     _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows,
                 geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth,
-                spent, stuck, h, v_th, e_def, vhit, tauo, loc, owner, posx, posy, endx,
-                endy, bouncing, state[0], state[1], state[2], state[3], state[4], planes,
-                count, live, moved, best[0], best_k, best[1], best[2], unused, n0)
+                spent, stuck, h, v_th, e_def, vhit, tauo, loc, owner[:L], path[0],
+                path[1], path[2], path[3], bouncing, state[0], state[1], state[2],
+                state[3], state[4], planes, count, flags[0], flags[1], best[0], best_k,
+                best[1], best[2], unused, n0)
+    for a in range(L):
+        loc[owner[a]] = -1
 
 
 @jit_borrow
@@ -1267,7 +1355,7 @@ def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, 
                 spent, stuck, h, v_th, e_def, vhit, tauo, loc, owner, posx, posy, endx,
                 endy, bouncing, tau, velx, vely, accx, accy, planes, count, live, moved,
                 best_t, best_k, best_nx, best_ny, unused, n0):  # pragma: no cover
-    """:func:`_toi`'s passes, in its scratch."""
+    """:func:`_toi_into`'s passes, in its scratch."""
     L = owner.size
     # Starts on or inside: the normal there, and whether the plane is still unused.
     for k in range(m):
@@ -2050,9 +2138,10 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
 # ---------------------------------------------------------------- a whole frame
 
 #: Where :func:`_frame_steps` stops and goes on within a substep: before ``begin_into``
-#: (``_BEGIN``; the walls alone took it, or their rows were too few), at the Verlet
-#: list (``_LIST``; stale: ``_REBUILD``), at the room of the stages' arrays
-#: (``_ROOM``; too small: ``_GROW``), at the solve (``_SOLVE``).
+#: (``_BEGIN``; ``_begin_walls`` or ``_begin_fast`` could not: too little room, or the
+#: shape grid's broad phase), at the Verlet list (``_LIST``; stale: ``_REBUILD``), at
+#: the room of the stages' arrays (``_ROOM``; too small: ``_GROW``), at the solve
+#: (``_SOLVE``).
 _START, _BEGIN, _LIST, _REBUILD, _ROOM, _GROW, _SOLVE = 0, 1, 2, 3, 4, 5, 6
 
 
@@ -2064,7 +2153,7 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
                  bedge, e_def, mu_def, eps, skin_min, touch_min, margin, collide, valid,
                  pi, pj, pa, pb, nodes, reach, x_ref, pskin, cp, cg, ref, depth, touched,
                  stuck, nrm, spent, vhit, tau, ce, cmu, near, fspace, pdepth, ptouched,
-                 pstuck, pscratch):  # pragma: no cover - compiled
+                 pstuck, pscratch, brute_pairs, bspace):  # pragma: no cover - compiled
     """:func:`frame`'s substeps from substep ``s`` at ``stage`` (with the ``C,
     skin, touch, use`` found before it), until the last is done or one needs an
     array made: returns ``s, stage, C, skin, touch, use``, ``stage`` the one to go on
@@ -2085,12 +2174,20 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
             _verlet_step(X, PX, a, rc[s], ca[s], zero, c2s[s], v)
             X, PX = PX, X
             dx[:] = 0.0
-            C = -1
-            if nshapes == 0:        # walls only: straight into the arrays (_begin_walls)
+            # Straight into the arrays: walls only (_begin_walls), or shapes in a broad
+            # phase that makes no array (_begin_fast).
+            if nshapes == 0:
                 C, skin, touch = _begin_walls(PX, X, w, r, geo, nwalls, e_def, mu_def,
                                               eps, skin_min, touch_min, margin, cp, cg,
                                               ref, depth, touched, stuck, nrm, spent,
                                               vhit, tau, ce, cmu, near)
+            else:
+                C, skin, touch = _begin_fast(PX, X, w, r, dx, kinds, rows, geo, nshapes,
+                                             nwalls, pverts, pnorm, pedge, bverts, bnorm,
+                                             bedge, e_def, mu_def, eps, skin_min,
+                                             touch_min, margin, brute_pairs, v_old, a, h,
+                                             v_th, cp, cg, ref, depth, touched, stuck, nrm,
+                                             spent, vhit, tau, ce, cmu, near, bspace)
             if C < 0:
                 return s, _BEGIN, C, skin, touch, use
             stage = _LIST
@@ -2136,7 +2233,8 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
 
 
 @jit
-def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, iterations,
+def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_th,
+          iterations,
           sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
           zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
           bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min,
@@ -2167,10 +2265,12 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
     even = np.empty(ci.size, np.bool_)
     lost = _link_factors(w, ci, cj, compliance, inv_h2, den, even)
     buf = _soft_scratch(x)
-    # The contact stages' arrays, once a frame (grown when a rebuilt list needs more).
-    bspace = begin_space(x, nshapes, nwalls)
+    # The contact stages' arrays: the start's (``bspace``, begin_space's with scratch)
+    # from the caller, kept from frame to frame (made each frame, their 3 MB came back
+    # from the system with ~90 page faults a frame); the rest once a frame (grown when
+    # a rebuilt list needs more).
     (_, _, _, _, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
-     near) = bspace
+     near) = bspace[:17]
     fspace = finish_space(x, ref.size, pi.size, nodes.size)
     pdepth = np.zeros(pi.size)                  # the pairs' state, room for the list
     ptouched = np.zeros(pi.size, np.bool_)
@@ -2196,7 +2296,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s, c2s, at, h, v_th, itera
             nwalls, pverts, pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, eps,
             skin_min, touch_min, margin, collide, valid, pi, pj, pa, pb, nodes, reach,
             x_ref, pskin, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce,
-            cmu, near, fspace, pdepth, ptouched, pstuck, pscratch)
+            cmu, near, fspace, pdepth, ptouched, pstuck, pscratch, brute_pairs, bspace)
         X = x_prev if s % 2 == 0 else x         # this substep's positions (swapped)
         PX = x if s % 2 == 0 else x_prev
         if stage == _BEGIN:
