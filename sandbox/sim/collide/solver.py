@@ -1999,20 +1999,21 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
         jj = np.uint64(pj[k])
         dist = gd[t]
         wsum = w[ii] + w[jj]
-        if (ptouched[k] or dist < reach[k] + touch_f) and dist > 0 and wsum > 0:
-            ai[na] = pi[k]
-            aj[na] = pj[k]
-            aa[na] = pa[k]
-            ab[na] = pb[k]
-            anx[na] = anx[t]
-            any_[na] = any_[t]
-            fi = w[ii] / wsum
-            afi[na] = -fi
-            afj[na] = fi if w[jj] == w[ii] else w[jj] / wsum    # same operands: same bits
-            astuck[na] = pstuck[k]
-            na += 1
-            seen[ii] = True
-            seen[jj] = True
+        # Written always, kept if in contact: one test, no branches (10 us a pile frame).
+        keep = (ptouched[k] | (dist < reach[k] + touch_f)) & (dist > 0) & (wsum > 0)
+        ai[na] = pi[k]
+        aj[na] = pj[k]
+        aa[na] = pa[k]
+        ab[na] = pb[k]
+        anx[na] = anx[t]
+        any_[na] = any_[t]
+        fi = w[ii] / wsum
+        afi[na] = -fi
+        afj[na] = fi if w[jj] == w[ii] else w[jj] / wsum    # same operands: same bits
+        astuck[na] = pstuck[k]
+        na += np.int64(keep)
+        seen[ii] |= keep
+        seen[jj] |= keep
     if not active and not na:       # nothing marked: seen is all False
         return False
     # The rows listed, written always and kept if marked, the marks cleared for the
