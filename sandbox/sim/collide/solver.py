@@ -2272,11 +2272,16 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     # a rebuilt list needs more).
     (_, _, _, _, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
      near) = bspace[:17]
-    fspace = finish_space(x, ref.size, pi.size, nodes.size)
-    pdepth = np.zeros(pi.size)                  # the pairs' state, room for the list
-    ptouched = np.zeros(pi.size, np.bool_)
-    pstuck = np.zeros(pi.size, np.bool_)
-    pscratch = pair_scratch(x, pi.size, nodes.size)
+    # Room for half as many pairs and nodes again as the list has: a rebuilt list with
+    # more grew them, its new arrays came back from the system page by page (the
+    # pile: 7 page faults a frame, ~30 us).
+    room = pi.size + pi.size // 2 + 64
+    mroom = min(nodes.size + nodes.size // 2 + 64, x.shape[0])
+    fspace = finish_space(x, ref.size, room, mroom)
+    pdepth = np.zeros(room)                  # the pairs' state, room for the list
+    ptouched = np.zeros(room, np.bool_)
+    pstuck = np.zeros(room, np.bool_)
+    pscratch = pair_scratch(x, room, mroom)
     # The substeps run in _frame_steps, a kernel that counts no references; it stops
     # where one must be counted (an array made: begin_into's contacts, a rebuilt Verlet
     # list, more room), this kernel does that and it goes on from there. In a kernel
@@ -2317,14 +2322,16 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
         elif stage == _GROW:
             P = pi.size if use else 0
             M = nodes.size if use else 0
+            room = P + P // 2 + 64          # with room to spare, as above
+            mroom = min(M + M // 2 + 64, X.shape[0])
             if C > fspace[0].size or P > fspace[3].size or M > fspace[21].size:
-                fspace = finish_space(X, max(C, ref.size), P, M)
+                fspace = finish_space(X, max(C, ref.size), room, mroom)
             if P > pdepth.size:
-                pdepth = np.zeros(P)
-                ptouched = np.zeros(P, np.bool_)
-                pstuck = np.zeros(P, np.bool_)
+                pdepth = np.zeros(room)
+                ptouched = np.zeros(room, np.bool_)
+                pstuck = np.zeros(room, np.bool_)
             if P > pscratch[0].size or M > pscratch[2].size:
-                pscratch = pair_scratch(X, P, M)
+                pscratch = pair_scratch(X, room, mroom)
             stage = _SOLVE
     return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
 
