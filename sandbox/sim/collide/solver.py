@@ -1154,12 +1154,13 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     if m + 1 > ref.size:
         ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
             m + nq + 1)
+    tspace = toi_space(n if m else 0, m)
     C = m + _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
                          pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch,
                          marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
                          depth, touched, stuck, nrm, spent, vhit, tau, near,
                          np.empty(m, np.int64), np.empty(m), np.empty(WALL + 1, np.int64),
-                         toi_space(n, m))
+                         tspace)
     if C > ref.size:        # more wall contacts than particles (corners): grown
         (ref2, depth2, touched2, stuck2, nrm2, spent2, vhit2, tau2, e,
          mu) = _contact_rows(C)
@@ -2235,9 +2236,8 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
 
 @jit
 def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_th,
-          iterations,
-          sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-          zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
+          iterations, sweeps, links, ci, cj, rest, compliance, kind, plan, offsets, inv_h2,
+          lam, zero_lam, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts,
           bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps, skin_min,
           touch_min, margin, brute_pairs, max_cells, collide, exclude, valid, pi, pj,
           pa, pb, nodes, reach, x_ref, pskin, new_skin):  # pragma: no cover - compiled
@@ -2255,7 +2255,9 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     (``links``: ``kernels.sweep_factored`` with the frame's ``link_factors``, one
     thread, the same bits as the parallel sweep) and the contacts' ``project``;
     ``v += (x - x_prev) c1`` (``add_scaled_difference``); ``finish`` (position based,
-    ``sweeps``).
+    ``sweeps``). ``v_old``, ``dx`` and ``bspace`` (:func:`begin_space` with
+    ``scratch`` for these particles and shapes) are the caller's scratch, kept from
+    frame to frame.
 
     Returns ``swapped`` (the new positions are in ``x_prev``'s array: the caller
     swaps the two) and the Verlet list as it stands: ``valid, pi, pj, pa, pb,
