@@ -735,3 +735,28 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     # exact test, which turns them away:
     bound = (r + 2 * np.abs(x1 - x0).sum(axis=1) + m).astype(np.float64)
     assert ((lim[:, None] <= dw) & (dw < bound[:, None])).sum() > 10
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_largest_magnitude_as_integer_keys_is_numpys(dtype):
+    """``_largest_abs`` (the tolerances' scale) takes an integer maximum of the floats'
+    bits with the sign cleared: the same number as ``np.abs(x).max()`` (``_tolerances``),
+    infinities and NaN of either sign included, and 0.0 for zeros of either sign."""
+    rng = np.random.default_rng(11)
+    x = (rng.normal(size=(257, 2)) * 10.0 ** rng.integers(-30, 30, size=(257, 2)))
+    x = x.astype(dtype)
+    assert solver._largest_abs(x) == np.abs(x).max()
+    x[200, 1] = -2 * np.abs(x).max()       # the largest, negative
+    assert solver._largest_abs(x) == np.abs(x).max() == -x[200, 1]
+    z = np.array([[0.0, -0.0], [-0.0, 0.0]], dtype)
+    top = solver._largest_abs(z)
+    assert top == 0.0 and not np.signbit(top)
+    for bad in (np.inf, -np.inf):
+        y = x.copy()
+        y[100, 0] = bad
+        assert solver._largest_abs(y) == np.inf
+    for bad in (np.nan, -np.nan, np.copysign(np.nan, -1.0)):
+        y = x.copy()
+        y[3, 1] = bad
+        y[250, 0] = np.inf                  # NaN wins over infinity, as np.max's
+        assert np.isnan(solver._largest_abs(y)) and np.isnan(np.abs(y).max())
