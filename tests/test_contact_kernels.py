@@ -760,3 +760,32 @@ def test_largest_magnitude_as_integer_keys_is_numpys(dtype):
         y[3, 1] = bad
         y[250, 0] = np.inf                  # NaN wins over infinity, as np.max's
         assert np.isnan(solver._largest_abs(y)) and np.isnan(np.abs(y).max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("build", [_pile, _every_shape], ids=lambda f: f.__name__)
+def test_a_refused_fast_start_leaves_the_substep_to_begin_into(build, dtype, monkeypatch):
+    """The frame's contact start without reference counts (``_begin_fast``) refuses a
+    substep whose shape contacts outgrow its scratch, before it changes anything, and
+    ``begin_into`` does that substep: with no room at all for the sort and the sweep,
+    every substep with a shape contact goes that way, and the frames keep the substep
+    path's bits."""
+    real = solver.begin_space
+
+    def no_room(x, nshapes, nwalls, scratch):
+        space = real(x, nshapes, nwalls, scratch)
+        return (*space[:22], np.empty(0, np.int64), np.empty(0), space[24],
+                solver.toi_space(0, 0))
+
+    out = []
+    for compiled in (False, True):
+        monkeypatch.setattr(World, "compile_frames", compiled)
+        if compiled:        # after the substep path compiled its kernels with the real one
+            monkeypatch.setattr(solver, "begin_space", no_room)
+        w = build(dtype)
+        w.start(FRAME)
+        for _ in range(40):
+            w.step(FRAME)
+        out.append(w)
+    assert np.any(out[1].particles.x[:, 1] < 1.6)     # in and below the funnel: shapes hit
+    _assert_same(*out)

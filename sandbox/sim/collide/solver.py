@@ -845,16 +845,19 @@ def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
     a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
     their reference counts: ~15 % of the soft blob's profile) are gone.
 
-    With ``scratch`` (the frame's), also what :func:`_begin_fast` works in: the shapes'
-    boxes, the broad phase's masks, the sort's and the sweep's (:func:`toi_space`)
-    arrays for the whole room, and state rows for a wall contact per particle and
-    wall; without, those arrays are empty (``begin_into`` makes its own)."""
+    With ``scratch`` (the frame's, kept by a world), also what :func:`_begin_fast`
+    works in: the shapes' boxes, the broad phase's masks, and the sort's and the
+    sweep's (:func:`toi_space`) arrays for ``k`` shape contacts (a quarter of the
+    particles, at least 1,024: the pile's 2,000 balls have 70-150), with state rows for
+    them and a wall contact per particle and wall; more shape contacts in a substep go
+    to ``begin_into``. Without, those arrays are empty (``begin_into`` makes its
+    own)."""
     n = x1.shape[0]
     cap = max(4 * n, 64) if nshapes else 0
     C = cap + n * nwalls + 1
-    k = cap if scratch else 0
+    k = min(cap, max(1024, n // 4)) if scratch else 0
     ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
-        C if scratch else cap + (n if nwalls else 0) + 1)
+        k + n * nwalls + 1 if scratch else cap + (n if nwalls else 0) + 1)
     return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap),
             np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
             np.empty(C, np.int64), ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
