@@ -338,14 +338,20 @@ def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
     monkeypatch.setattr(solver, "frame", lambda *a: calls.append(1) or real(*a))
     out = []
     for compiled in (False, True):
-        monkeypatch.setattr(World, "compile_frames", compiled)
-        w = build(dtype)
-        w.start(FRAME)
-        for _ in range(40):
-            w.step(FRAME)
-        out.append(w)
+        out.append(_forty_frames(build, dtype, monkeypatch, compiled))
         assert len(calls) == (40 if compiled else 0)
     _assert_same(*out)
+
+
+def _forty_frames(build, dtype, monkeypatch, compiled: bool) -> World:
+    """40 frames of the scene ``build`` makes, in whole compiled frames or substep by
+    substep (``World.compile_frames``)."""
+    monkeypatch.setattr(World, "compile_frames", compiled)
+    w = build(dtype)
+    w.start(FRAME)
+    for _ in range(40):
+        w.step(FRAME)
+    return w
 
 
 def _replace(**changes):
@@ -777,15 +783,9 @@ def test_a_refused_fast_start_leaves_the_substep_to_begin_into(build, dtype, mon
         return (*space[:22], np.empty(0, np.int64), np.empty(0), space[24],
                 solver.toi_space(0, 0))
 
-    out = []
-    for compiled in (False, True):
-        monkeypatch.setattr(World, "compile_frames", compiled)
-        if compiled:        # after the substep path compiled its kernels with the real one
-            monkeypatch.setattr(solver, "begin_space", no_room)
-        w = build(dtype)
-        w.start(FRAME)
-        for _ in range(40):
-            w.step(FRAME)
-        out.append(w)
-    assert np.any(out[1].particles.x[:, 1] < 1.6)     # in and below the funnel: shapes hit
-    _assert_same(*out)
+    ref = _forty_frames(build, dtype, monkeypatch, False)
+    # After the substep path compiled its kernels with the real one.
+    monkeypatch.setattr(solver, "begin_space", no_room)
+    got = _forty_frames(build, dtype, monkeypatch, True)
+    assert np.any(got.particles.x[:, 1] < 1.6)        # in and below the funnel: shapes hit
+    _assert_same(ref, got)
