@@ -300,7 +300,7 @@ def test_balls_in_corners_match_the_reference(dtype):
     eps = float(np.finfo(dtype).eps)
     space = solver.begin_space(x1, 0, 4, False)
     C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, C.SKIN, C.TOUCH,
-                                  1e-3, *space[4:17])
+                                  1e-3, *space[4:-1])
     assert C_ == -1
     out = solver.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
                        *rest, 0.0, 0.0, eps, C.SKIN, C.TOUCH, 1e-3, C.BRUTE_PAIRS, 10_000,
@@ -780,8 +780,9 @@ def test_a_refused_fast_start_leaves_the_substep_to_begin_into(build, dtype, mon
 
     def no_room(x, nshapes, nwalls, scratch):
         space = real(x, nshapes, nwalls, scratch)
-        return (*space[:22], np.empty(0, np.int64), np.empty(0), space[24],
-                solver.toi_space(0, 0))
+        fast = space[-1]
+        return (*space[:-1], (*fast[:5], np.empty(0, np.int64), np.empty(0), fast[7],
+                              solver.toi_space(0, 0)))
 
     ref = _forty_frames(build, dtype, monkeypatch, False)
     # After the substep path compiled its kernels with the real one.

@@ -845,13 +845,13 @@ def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
     a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
     their reference counts: ~15 % of the soft blob's profile) are gone.
 
-    With ``scratch`` (the frame's, kept by a world), also what :func:`_begin_fast`
-    works in: the shapes' boxes, the broad phase's masks, and the sort's and the
-    sweep's (:func:`toi_space`) arrays for ``k`` shape contacts (a quarter of the
-    particles, at least 1,024: the pile's 2,000 balls have 70-150), with state rows for
-    them and a wall contact per particle and wall; more shape contacts in a substep go
-    to ``begin_into``. Without, those arrays are empty (``begin_into`` makes its
-    own)."""
+    The last item, a tuple of its own: with ``scratch`` (the frame's, kept by a
+    world), what :func:`_begin_fast` works in: the shapes' boxes, the broad phase's
+    masks, and the sort's and the sweep's (:func:`toi_space`) arrays for ``k`` shape
+    contacts (a quarter of the particles, at least 1,024: the pile's 2,000 balls have
+    70-150), with state rows for them and a wall contact per particle and wall; more
+    shape contacts in a substep go to ``begin_into``. Without, those arrays are empty
+    (``begin_into`` makes its own)."""
     n = x1.shape[0]
     cap = max(4 * n, 64) if nshapes else 0
     C = cap + n * nwalls + 1
@@ -862,10 +862,10 @@ def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
             np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
             np.empty(C, np.int64), ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
             mu, np.empty(n if nwalls == 4 else 0, np.bool_),
-            np.empty((nshapes if scratch else 0, 4)), np.empty(nshapes if scratch else 0),
-            np.empty((2, n if k else 0)), np.empty((2, n if k else 0)),
-            np.empty(n if k else 0, np.int64), np.empty(k, np.int64), np.empty(k),
-            np.empty(WALL + 1, np.int64), toi_space(n if k else 0, k))
+            (np.empty((nshapes if scratch else 0, 4)), np.empty(nshapes if scratch else 0),
+             np.empty((2, n if k else 0)), np.empty((2, n if k else 0)),
+             np.empty(n if k else 0, np.int64), np.empty(k, np.int64), np.empty(k),
+             np.empty(WALL + 1, np.int64), toi_space(n if k else 0, k)))
 
 
 @jit
@@ -1124,7 +1124,7 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     """
     n = x1.shape[0]
     (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-     mu, near) = space[:17]
+     mu, near, _) = space
     if nshapes == 0:
         C, skin, touch = _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps,
                                       skin_min, touch_min, margin, c_p, c_g, ref, depth,
@@ -1257,9 +1257,8 @@ def _begin_fast(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pno
     It counts no reference, and :func:`_frame_steps` calls it without leaving: a call
     of ``begin_into`` counted ~800 references a pile substep (its arguments, its
     views, the arrays it returned) and made ~20 arrays."""
-    (cp, cg, gap, disp, box, inv_len, lo, hi, bits, order, gap_o, start,
-     tspace) = (space[0], space[1], space[2], space[3], space[17], space[18], space[19],
-                space[20], space[21], space[22], space[23], space[24], space[25])
+    cp, cg, gap, disp = space[:4]
+    box, inv_len, lo, hi, bits, order, gap_o, start, tspace = space[-1]
     skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
     n = x1.shape[0]
     if not (0 < nshapes <= _MASK_SHAPES and box.shape[0] >= nshapes and disp.size >= n
@@ -2276,7 +2275,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     # from the system with ~90 page faults a frame); the rest once a frame (grown when
     # a rebuilt list needs more).
     (_, _, _, _, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
-     near) = bspace[:17]
+     near, _) = bspace
     # Room for half as many pairs and nodes again as the list has: a rebuilt list with
     # more grew them, its new arrays came back from the system page by page (the
     # pile: 7 page faults a frame, ~30 us).
