@@ -42,7 +42,10 @@ def run(name: str, dtype: str, compiled: bool, frames: int = FRAMES) -> str:
     level = levels.with_world(level, dtype=dtype)
     backend.set_ready(compiled)
     try:
-        world = levels.build_world(level)
+        try:
+            world = levels.build_world(level)
+        except levels.LevelError as e:          # e.g. RATTLE refuses float32
+            return "refused: " + e.errors[0]
         policy = levels.make_policy_for(level)
         for k, dt in enumerate(frame_times(frames)):
             try:

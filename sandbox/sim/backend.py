@@ -273,7 +273,37 @@ def compile_all() -> bool:
             k.dispatcher = numba.njit(**k.options)(k.py_func)
         _numba = numba
         _swap_in(numba)
+        _listen_for_compiles()
     return True
+
+
+#: Said once, on stderr, when a kernel is compiled in a process that did not expect it
+#: (a script or a game stepping a world with numba's cache empty): a call that waits a
+#: minute must not wait silently. The warm-up (its child, the bench) sets ``quiet``.
+COMPILING = ("verlet-sandbox: compiling the physics kernels for this machine (once: up to "
+             "a few minutes on 2 cores, then loaded from numba's cache in under a second); "
+             "to run on the numpy kernels meanwhile (the same numbers, slower), call "
+             "sandbox.sim.backend.set_ready(False) before stepping")
+quiet = False
+_told = False
+
+
+def _listen_for_compiles() -> None:
+    """Tell the user once when numba compiles (its "numba:compile" event fires on a cache
+    miss only, never when a kernel loads from the cache)."""
+    from numba.core import event
+
+    class _Tell(event.Listener):
+        def on_start(self, ev) -> None:
+            global _told
+            if not (_told or quiet or getattr(_local, "loading", False)):
+                _told = True
+                print(COMPILING, file=sys.stderr, flush=True)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    event.register("numba:compile", _Tell())
 
 
 def _swap_in(numba) -> None:

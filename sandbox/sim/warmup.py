@@ -334,6 +334,7 @@ def _main(argv=None) -> int:
     ap.add_argument("--contact-dtypes", default="float64")
     ap.add_argument("--extra", action="append", default=[])
     args = ap.parse_args(argv)
+    backend.quiet = True            # compiling is this process's whole job
     try:
         os.nice(5)                  # the window's process comes first
     except (AttributeError, OSError):            # pragma: no cover

@@ -2292,12 +2292,15 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     # that counts them, every array a loop may rebind costs a count at every branch
     # that does not (numba copies it there): ~230 atomic adds a substep, 13 % of the
     # soft blob's time, where one call a frame now runs all its substeps.
-    s = 0
-    stage = 0
-    C = 0
-    skin = 0.0
-    touch = 0.0
-    use = False
+    # Loop state that starts from values, not constants: a constant (``s = 0``) is a
+    # literal type to numba, which then compiles _frame_steps twice, for the literal
+    # zeros and for the integers the loop makes of them (~30 s of CPU for nothing).
+    s = steps - steps
+    stage = s
+    C = s
+    skin = float(s)
+    touch = skin
+    use = steps < 0
     while s < steps:
         s, stage, C, skin, touch, use = _frame_steps(
             s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s,
