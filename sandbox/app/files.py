@@ -5,7 +5,7 @@ or ``...-120000-2.png`` when that exists. A name that was free when checked can 
 a moment later, so nothing here trusts the check: files are written to a temporary file
 in the same folder and then placed without replacing (``sandbox.sim.atomic.place_new``:
 a hard link, which fails if the name exists), taking the next name if needed.
-Screenshots are placed that way; snapshots go through ``World.save``, which never
+Screenshots are placed that way; snapshots go through ``sandbox.snapshot.save``, which never
 replaces a file either. New files get ``0o666`` less the umask, applied by the kernel
 (the umask is never changed to read it: that would race every other thread).
 """
