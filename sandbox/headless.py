@@ -248,11 +248,11 @@ def _check_out(out: Path, inputs: list[Path], force: bool) -> str | None:
 
 
 def _read_trace(path: Path):
-    """A step trace (``sandbox.sim.timestep.StepTrace.load``: a regular file of at most
-    64 MiB, every line checked); ValueError with one line otherwise."""
-    from .sim.timestep import StepTrace
+    """A step trace (``sandbox.steptrace.load``: a regular file of at most 64 MiB, every
+    line checked); ValueError with one line otherwise."""
+    from . import steptrace
 
-    return StepTrace.load(path, _show(path))
+    return steptrace.load(path, _show(path))
 
 
 def _plan_bound(level, policy, dt: float, frames: int) -> int:
