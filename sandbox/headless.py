@@ -216,7 +216,7 @@ class _Recorder:
 def _save_npz(path: Path, arrays: dict[str, np.ndarray], replace: bool = True) -> None:
     """Compressed, streamed into a temporary file that takes ``path``'s place when
     complete (a reader never sees half an archive); ``replace`` False never replaces."""
-    from .sim.atomic import atomic_writer
+    from .atomic import atomic_writer
     with atomic_writer(path, replace=replace) as f:
         np.savez_compressed(f, **arrays)
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from . import levels
+from .atomic import FileTooLarge, atomic_writer, read_bounded
 from .sim import lagrange
-from .sim.atomic import FileTooLarge, atomic_writer, read_bounded
 from .sim.colliders import Colliders
 from .sim.constraints import Constraints, colouring_is_valid
 from .sim.forces import PressureBody, Springs

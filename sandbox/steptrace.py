@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from .sim.atomic import FileTooLarge, atomic_write_text, read_bounded
+from .atomic import FileTooLarge, atomic_write_text, read_bounded
 from .sim.timestep import StepTrace
 
 #: Limits of a trace file: its size, the steps of one frame, one step's length (s).

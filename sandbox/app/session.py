@@ -621,7 +621,7 @@ class Session:
         from . import files
         text = self.log.to_json(self.world.state_hash())     # ReplayError: why not
         path = files.unique_path(folder, "replay", ".replay.json")
-        from ..sim.atomic import atomic_write_text
+        from ..atomic import atomic_write_text
         atomic_write_text(path, text)
         n = self.log.frame
         self.message(f"replay saved: {path} ({n} frames; python main.py replay {path})")
