@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 
 from . import levels
+from .atomic import atomic_write_text
 from .reference import PymunkTwin
 from .reference import versions as reference_versions
 from .sim import kernels, warmup
-from .sim.atomic import atomic_write_text
 from .sim.world import World
 
 # Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.

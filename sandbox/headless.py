@@ -216,7 +216,7 @@ class _Recorder:
 def _save_npz(path: Path, arrays: dict[str, np.ndarray], replace: bool = True) -> None:
     """Compressed, streamed into a temporary file that takes ``path``'s place when
     complete (a reader never sees half an archive); ``replace`` False never replaces."""
-    from .sim.atomic import atomic_writer
+    from .atomic import atomic_writer
     with atomic_writer(path, replace=replace) as f:
         np.savez_compressed(f, **arrays)
 
@@ -248,11 +248,11 @@ def _check_out(out: Path, inputs: list[Path], force: bool) -> str | None:
 
 
 def _read_trace(path: Path):
-    """A step trace (``sandbox.sim.timestep.StepTrace.load``: a regular file of at most
-    64 MiB, every line checked); ValueError with one line otherwise."""
-    from .sim.timestep import StepTrace
+    """A step trace (``sandbox.steptrace.load``: a regular file of at most 64 MiB, every
+    line checked); ValueError with one line otherwise."""
+    from . import steptrace
 
-    return StepTrace.load(path, _show(path))
+    return steptrace.load(path, _show(path))
 
 
 def _plan_bound(level, policy, dt: float, frames: int) -> int:

@@ -47,7 +47,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from .sim.atomic import FileTooLarge, atomic_write_text, read_bounded
+from .atomic import FileTooLarge, atomic_write_text, read_bounded
 from .sim.integrators import INTEGRATORS
 from .sim.timestep import TIMESTEPS, TimestepPolicy, make_policy
 

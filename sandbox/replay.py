@@ -25,7 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .sim.atomic import atomic_write_text
+from .atomic import atomic_write_text
 
 FORMAT = "verlet-sandbox replay"
 VERSION = 1

@@ -15,6 +15,7 @@ import numpy as np
 import pygame
 import pytest
 
+from sandbox import snapshot
 from sandbox.app import raster
 from sandbox.app.camera import Camera
 from sandbox.app.keymap import KEYMAP, help_lines, key_label, lookup
@@ -252,7 +253,7 @@ def check_save_snapshot(app, b):
     snaps = list((app.out_dir / "snapshots").glob("snapshot-*.npz"))
     assert len(snaps) == 1
     other = make_world()
-    other.load(snaps[0])
+    snapshot.load(other, snaps[0])
     assert other.state_hash() == app.world.state_hash()
 
 
@@ -698,10 +699,10 @@ def test_a_ghost_that_blows_up_is_switched_off_not_the_world(app):
 
 
 def test_failing_commands_become_messages_never_exceptions(app, monkeypatch, tmp_path):
-    def broken(path):
+    def broken(world, path):
         raise OSError("disk full")
 
-    monkeypatch.setattr(app.world, "save", broken)
+    monkeypatch.setattr(snapshot, "save", broken)
     press(app, pygame.K_F5)
     assert "disk full" in app.messages[-1][0] and app.messages[-1][2]
     snaps = app.out_dir / "snapshots"

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from sandbox.sim.atomic import atomic_write_bytes, atomic_write_text
+from sandbox.atomic import atomic_write_bytes, atomic_write_text
 
 posix = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.sim.atomic import (
+from sandbox.atomic import (
     FileTooLarge,
     NotRegularFile,
     atomic_write_bytes,
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 READ = textwrap.dedent("""
     import sys
-    from sandbox.sim.atomic import read_bounded
+    from sandbox.atomic import read_bounded
     for path in sys.argv[1:]:
         try:
             print(len(read_bounded(path, 1 << 20)))

@@ -1,4 +1,4 @@
-"""Hostile snapshots against ``World.load`` (what F9 calls), in a subprocess with a time
+"""Hostile snapshots against ``sandbox.snapshot.load`` (what F9 calls), in a subprocess with a time
 limit: every failure is one SnapshotError line naming the file, the world is unchanged
 (its state hash), nothing is allocated beyond the limits, and whatever loads can step.
 The property-based part is in tests/test_hostile_fuzz.py."""
@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sandbox import snapshot
 from sandbox.levels import build_world, find_level, load_level
-from sandbox.sim.world import SnapshotError, World
+from sandbox.sim.world import World
+from sandbox.snapshot import SnapshotError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +27,7 @@ def _good(folder: Path) -> tuple[dict, dict]:
     w = build_world(load_level(find_level("soft_body")))
     for _ in range(3):
         w.step(1 / 60)
-    w.save(folder / "good.npz")
+    snapshot.save(w, folder / "good.npz")
     with np.load(folder / "good.npz") as z:
         data = {k: z[k] for k in z.files}
     return data, json.loads(bytes(data["meta"]).decode())
@@ -99,7 +101,7 @@ def _build(folder: Path) -> dict[str, str]:
         "h_prev_-1": (meta_file(dict(meta, h_prev=-1.0)), "meta.h_prev"),
         "particles_1e6": (dict(good, **{f"p_{k}": np.zeros((300_000, 2) if good[f"p_{k}"].ndim
                                                             == 2 else 300_000) + 1.0
-                                         for k in World._ARRAYS}),
+                                         for k in snapshot.PARTICLE_ARRAYS}),
                           "expected at most 200,000 particles"),
         "good_copy": (good, None),
     }
@@ -160,14 +162,15 @@ def _build(folder: Path) -> dict[str, str]:
 
 LOADER = textwrap.dedent("""
     import sys
+    from sandbox import snapshot
     from sandbox.levels import build_world, find_level, load_level
-    from sandbox.sim.world import SnapshotError
+    from sandbox.snapshot import SnapshotError
     for path in sys.argv[1:]:
         w = build_world(load_level(find_level("pendulums")))
         w.step(1 / 60)
         before = w.state_hash()
         try:
-            w.load(path)
+            snapshot.load(w, path)
         except SnapshotError as e:
             print("ERROR", w.state_hash() == before, str(e).replace(chr(10), "|"))
         except BaseException as e:
@@ -204,18 +207,18 @@ def test_a_snapshot_is_created_with_the_umask_mode_and_never_replaces(tmp_path):
     w.add_particles([[0.0, 0.0]])
     old = os.umask(0o027)
     try:
-        w.save(tmp_path / "s.npz")
+        snapshot.save(w, tmp_path / "s.npz")
     finally:
         os.umask(old)
     assert (tmp_path / "s.npz").stat().st_mode & 0o777 == 0o640
     (tmp_path / "taken.npz").write_bytes(b"mine")
     with pytest.raises(FileExistsError):
-        w.save(tmp_path / "taken.npz")
+        snapshot.save(w, tmp_path / "taken.npz")
     assert (tmp_path / "taken.npz").read_bytes() == b"mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.npz", "taken.npz"]
-    w.save(tmp_path / "taken.npz", replace=True)
+    snapshot.save(w, tmp_path / "taken.npz", replace=True)
     other = World()
-    other.load(tmp_path / "taken.npz")
+    snapshot.load(other, tmp_path / "taken.npz")
     assert other.state_hash() == w.state_hash()
 
 
@@ -225,5 +228,5 @@ def test_a_failed_load_keeps_everything_of_the_world(tmp_path):
     before = (w.state_hash(), w.config, len(w.bodies), w.started)
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 nonsense")
     with pytest.raises(SnapshotError):
-        w.load(tmp_path / "bad.npz")
+        snapshot.load(w, tmp_path / "bad.npz")
     assert (w.state_hash(), w.config, len(w.bodies), w.started) == before

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sandbox import steptrace
 from sandbox.sim.timestep import (
     TIMESTEPS,
     FixedStep,
@@ -114,8 +115,8 @@ def test_replay_reproduces_a_recorded_trace_bit_for_bit(tmp_path):
     for dt in rng.uniform(0.001, 0.2, 300):
         trace.record(live.plan(dt))
     path = tmp_path / "session.trace"
-    trace.save(path)
-    loaded = StepTrace.load(path)
+    steptrace.save(trace, path)
+    loaded = steptrace.load(path)
     replay = ReplayStep(loaded)
     replayed = [replay.plan(0.016) for _ in range(len(trace.frames))]
     assert [[h.hex() for h in f] for f in replayed] == [[h.hex() for h in f]
@@ -137,7 +138,7 @@ def test_bad_trace_files_name_file_and_line(tmp_path, content, where):
     path = tmp_path / "bad.trace"
     path.write_text(content)
     with pytest.raises(ValueError) as e:
-        StepTrace.load(path)
+        steptrace.load(path)
     assert str(path) in str(e.value) and where in str(e.value)
 
 
@@ -145,7 +146,7 @@ def test_invalid_trace_bytes_are_a_clean_error(tmp_path):
     path = tmp_path / "bin.trace"
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ValueError, match="cannot read step trace"):
-        StepTrace.load(path)
+        steptrace.load(path)
 
 
 @settings(max_examples=100, deadline=None)

@@ -172,8 +172,8 @@ class BuildMode:
         it must build the same world, bit for bit."""
         import re
 
+        from ..atomic import atomic_write_text
         from ..levels import build_world, dump_level, load_level
-        from ..sim.atomic import atomic_write_text
         ed = self._need_editor()
         if name is None:
             self.app.panel.open_save_dialog("my_level")

@@ -3,9 +3,9 @@
 ``unique_path(folder, "screenshot", ".png")`` gives ``screenshot-20250101-120000.png``,
 or ``...-120000-2.png`` when that exists. A name that was free when checked can be taken
 a moment later, so nothing here trusts the check: files are written to a temporary file
-in the same folder and then placed without replacing (``sandbox.sim.atomic.place_new``:
+in the same folder and then placed without replacing (``sandbox.atomic.place_new``:
 a hard link, which fails if the name exists), taking the next name if needed.
-Screenshots are placed that way; snapshots go through ``World.save``, which never
+Screenshots are placed that way; snapshots go through ``sandbox.snapshot.save``, which never
 replaces a file either. New files get ``0o666`` less the umask, applied by the kernel
 (the umask is never changed to read it: that would race every other thread).
 """
@@ -44,7 +44,7 @@ def save_png(surface, folder: Path, stem: str = "screenshot") -> Path:
     file, even one that appears while the PNG is written."""
     import pygame
 
-    from ..sim.atomic import place_new
+    from ..atomic import place_new
 
     folder.mkdir(parents=True, exist_ok=True)
     # The real extension: pygame picks the format from it. Created here, with the

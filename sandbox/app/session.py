@@ -621,7 +621,7 @@ class Session:
         from . import files
         text = self.log.to_json(self.world.state_hash())     # ReplayError: why not
         path = files.unique_path(folder, "replay", ".replay.json")
-        from ..sim.atomic import atomic_write_text
+        from ..atomic import atomic_write_text
         atomic_write_text(path, text)
         n = self.log.frame
         self.message(f"replay saved: {path} ({n} frames; python main.py replay {path})")
@@ -675,19 +675,21 @@ class Session:
     # --- files ----------------------------------------------------------------------
 
     def save_snapshot(self, folder: Path) -> Path:
+        from .. import snapshot  # and through it the level files' checks: only when used
         from . import files
         path = files.unique_path(folder, "snapshot", ".npz")
-        self.world.save(path)
+        snapshot.save(self.world, path)
         self.message(f"snapshot saved: {path}")
         return path
 
     def load_snapshot(self, folder: Path) -> None:
+        from .. import snapshot
         from . import files
         path = files.latest(folder, "snapshot-*.npz")
         if path is None:
             self.message(f"no snapshot in {folder} (F5 saves one)", True)
             return
-        self.world.load(path)                 # SnapshotError: world unchanged, message
+        snapshot.load(self.world, path)       # SnapshotError: world unchanged, message
         self.log.broken = f"a snapshot was loaded ({path.name})"
         self._set_world(self.world)
         self.on_segment("loaded")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..sim.atomic import atomic_write_text
+from ..atomic import atomic_write_text
 from ..sim.integrators import INTEGRATORS
 from . import convergence as conv
 from .problems import all_problems

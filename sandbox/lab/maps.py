@@ -11,7 +11,7 @@ import io
 
 import numpy as np
 
-from ..sim.atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 from .experiments import Context, Result, _emit, _g, format_table, sweep, write_csv
 
 QUICK_RES = 82             # stability-map --quick: 82 x 82 (no closed-form edge within

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..sim.atomic import atomic_write_bytes
+from ..atomic import atomic_write_bytes
 from ..sim.integrators import INTEGRATORS
 
 # One colour and marker per integrator, the same in every figure.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..sim.atomic import atomic_write_text
+from ..atomic import atomic_write_text
 from ..sim.integrators import INTEGRATORS
 from .orbit import ranges
 

@@ -61,7 +61,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sim.atomic import atomic_write_bytes, atomic_write_text
+from ..atomic import atomic_write_bytes, atomic_write_text
 
 MIN_TASK = 0.25       # s of work a chunk holds at least (once a case's time is known)
 MAX_TASK = 3.0        # s of work a chunk holds at most (progress and resume granularity)

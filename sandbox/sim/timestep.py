@@ -22,13 +22,9 @@ variable carry), up to round-off.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-
-from .atomic import atomic_write_text
 
 
 @dataclass
@@ -237,7 +233,8 @@ class RandomStep(TimestepPolicy):
 
 @dataclass
 class StepTrace:
-    """A recorded sequence of plans: ``frames[i]`` is the list of steps of frame ``i``."""
+    """A recorded sequence of plans: ``frames[i]`` is the list of steps of frame ``i``
+    (its file, read and written: ``sandbox/steptrace.py``)."""
 
     frames: list[list[float]] = field(default_factory=list)
 
@@ -247,49 +244,6 @@ class StepTrace:
     @property
     def steps(self) -> np.ndarray:
         return np.array([h for f in self.frames for h in f], dtype=np.float64)
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write one frame per line, steps as ``float.hex`` (exact), atomically."""
-        path = Path(path)
-        lines = ["# verlet-sandbox step trace v1: one frame per line, steps in s as float.hex"]
-        lines += [" ".join(float(h).hex() for h in f) for f in self.frames]
-        atomic_write_text(path, "\n".join(lines) + "\n")
-
-    #: Limits of a trace file: its size, the steps of one frame, one step's length (s).
-    MAX_BYTES, MAX_STEPS, MAX_H = 64 << 20, 64, 10.0
-
-    @classmethod
-    def load(cls, path: str | os.PathLike, shown: str | None = None) -> StepTrace:
-        """Read a trace from a regular file of at most ``MAX_BYTES``; ``ValueError``
-        naming the file (as ``shown``, if given) and the line for anything malformed."""
-        from .atomic import FileTooLarge, read_bounded
-
-        name = shown if shown is not None else str(path)
-        try:
-            text = read_bounded(path, cls.MAX_BYTES).decode("utf-8")
-        except FileTooLarge:
-            raise ValueError(f"{name}: larger than 64 MiB; not a step trace") from None
-        except OSError as e:
-            raise ValueError(f"{name}: cannot read step trace: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{name}: cannot read step trace: not UTF-8 text") from None
-        lines = text.splitlines()
-        if not lines or not lines[0].startswith("# verlet-sandbox step trace v1"):
-            raise ValueError(f"{name}: line 1: expected the header "
-                             "'# verlet-sandbox step trace v1'")
-        frames = []
-        for no, line in enumerate(lines[1:], start=2):
-            try:
-                steps = [float.fromhex(tok) for tok in line.split()]
-            except (ValueError, OverflowError):
-                raise ValueError(f"{name}: line {no}: expected steps as float.hex numbers") \
-                    from None
-            if len(steps) > cls.MAX_STEPS or not all(
-                    math.isfinite(h) and 0 < h <= cls.MAX_H for h in steps):
-                raise ValueError(f"{name}: line {no}: expected at most {cls.MAX_STEPS} "
-                                 f"steps, each positive, finite and <= {cls.MAX_H:g} s")
-            frames.append(steps)
-        return cls(frames)
 
 
 class ReplayStep(TimestepPolicy):
