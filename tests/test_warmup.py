@@ -4,7 +4,7 @@ and the thread policy of the compiled sweep. Correctness only: times live in the
 import numpy as np
 import pytest
 
-from sandbox.sim import backend, contact_kernels, cores, kernels, warmup
+from sandbox.sim import backend, cores, kernels, warmup
 from sandbox.sim import builders as B
 from sandbox.sim.world import World, WorldConfig
 
@@ -47,14 +47,14 @@ def _same(a: World, b: World) -> bool:
 def test_the_gate_switches_every_module_at_once(restore_backend):
     backend.set_ready(False)
     backend.set_ready(True, "kernels")                # parts switch on their own
-    assert kernels.AVAILABLE and not contact_kernels.AVAILABLE
+    assert kernels.AVAILABLE and not backend.usable("contacts")
     backend.set_ready(False)
-    assert not kernels.AVAILABLE and not contact_kernels.AVAILABLE
+    assert not kernels.AVAILABLE and not backend.usable("contacts")
     with backend.loading():                   # the loading thread may use them
-        assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+        assert kernels.AVAILABLE and backend.usable("contacts")
     assert not kernels.AVAILABLE
     backend.set_ready(True)
-    assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+    assert kernels.AVAILABLE and backend.usable("contacts")
 
 
 @needs_numba
@@ -108,7 +108,7 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
     # The child had compiled the constraint kernels before it failed: those switched,
     # the rest stays on the references (still correct) and the status says so.
     assert bad.ready_parts == {"kernels"} and kernels.AVAILABLE
-    assert not contact_kernels.AVAILABLE
+    assert not backend.usable("contacts")
     assert bad.status() == "compiled kernels, numpy contacts (compiling failed)"
 
 

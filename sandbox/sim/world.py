@@ -37,7 +37,7 @@ import numpy as np
 
 from . import backend, kernels, lagrange
 from .atomic import FileTooLarge, atomic_writer, read_bounded
-from .colliders import Colliders
+from .collide.colliders import Colliders
 from .constraints import Constraints, colouring_is_valid
 from .forces import PressureBody, Springs, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, can_overwrite, get_integrator
