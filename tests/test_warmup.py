@@ -4,6 +4,7 @@ and the thread policy of the compiled sweep. Correctness only: times live in the
 import numpy as np
 import pytest
 
+from sandbox.load import LoadMeter
 from sandbox.sim import backend, cores, kernels, warmup
 from sandbox.sim import builders as B
 from sandbox.sim.world import World, WorldConfig
@@ -226,12 +227,23 @@ def test_policy_one_thread_when_other_processes_hold_the_cores():
         q.set_mode("many")
 
 
+def test_policy_without_a_meter_keeps_one_thread():
+    """The core reads no machine state: without a meter handed in (``set_meter``), the
+    load is unknown and the sweep stays on one thread, as where /proc/stat is unreadable."""
+    p = cores.CorePolicy(mode="auto")
+    p.cores = 2
+    key = ("frame", 1)
+    for seconds in (0.2, 0.010):                     # one thread timed (first: not a timing)
+        p.record(key, False, seconds)
+    assert not p.parallel(key, 50_000)
+
+
 def test_load_meter_reads_other_processes_time(tmp_path):
     stat = tmp_path / "stat"
-    m = cores.LoadMeter(str(stat))
+    m = LoadMeter(str(stat))
     assert m.others() is None                        # unreadable: unknown
     stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")
-    m = cores.LoadMeter(str(stat))
+    m = LoadMeter(str(stat))
     assert m.others() is None                        # one sample: no interval yet
     m._last = (m._last[0] - 1.0, m._last[1] - 2.0, m._last[2])   # 2 cores busy for 1 s
     stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")
