@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import atomic_write_text
+from .atomic import FileTooLarge, atomic_write_text, read_bounded
 
 
 @dataclass
@@ -262,8 +262,6 @@ class StepTrace:
     def load(cls, path: str | os.PathLike, shown: str | None = None) -> StepTrace:
         """Read a trace from a regular file of at most ``MAX_BYTES``; ``ValueError``
         naming the file (as ``shown``, if given) and the line for anything malformed."""
-        from .atomic import FileTooLarge, read_bounded
-
         name = shown if shown is not None else str(path)
         try:
             text = read_bounded(path, cls.MAX_BYTES).decode("utf-8")
