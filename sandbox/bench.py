@@ -50,9 +50,10 @@ import numpy as np
 
 from . import levels
 from .atomic import atomic_write_text
+from .load import LoadMeter
 from .reference import PymunkTwin
 from .reference import versions as reference_versions
-from .sim import kernels, warmup
+from .sim import cores, kernels, warmup
 from .sim.world import World
 
 # Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.
@@ -955,8 +956,6 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
     With ``opts.load`` busy processes running beside everything that is timed (ours,
     pymunk's and the C reference's frames), stopped when the run ends however it ends.
     """
-    from .sim import cores
-
     scenarios = select(opts.only, opts.quick)
     rounds = opts.rounds or (QUICK_ROUNDS if opts.quick else ROUNDS)
     machine = describe_machine()
@@ -967,6 +966,7 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
     plan = [(sc, frames_for(sc, opts.quick, opts.frames)) for sc in scenarios]
     total = sum(rounds * f * (2 if (opts.pymunk and sc.twin) else 1) for sc, f in plan)
     mode_before = cores.POLICY.mode
+    meter_before = cores.set_meter(LoadMeter())    # "auto" reads the other processes' load
     cores.set_mode({"1": "serial", "2": "parallel"}.get(opts.threads, "auto"))
     wants_cref = opts.cref and any(sc.name in CREF_ROWS for sc in scenarios)
     wants_startup = opts.only is None if opts.startup is None else opts.startup
@@ -995,6 +995,7 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
             busy_at_end = load.running()
     finally:
         cores.set_mode(mode_before)
+        cores.set_meter(meter_before)
     if cref_runs:
         errors = [c["error"] for c in cref_runs if "error" in c]
         if errors:
@@ -1146,6 +1147,7 @@ def profile(name: str, frames: int = 10, top: int = 25, out=sys.stdout,
     if reason:
         print(f"{name}: {reason}", file=out)
         return 1
+    cores.set_meter(LoadMeter())      # as the app: spread the sweep only while cores are free
     warmup.warm_up()
     world = levels.build_world(sc.level)
     drawer = Drawer() if draw else None

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .load import LoadMeter
+from .sim import cores
+
 #: What ``simulate`` may hold in memory for the archive (positions, velocities,
 #: energies of the kept states, every step's h): a larger run is refused before it starts.
 MEMORY_BUDGET = 1 << 30
@@ -328,6 +331,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     ``s = k + 1``. Every number in it is finite.
     """
     _streams()
+    cores.set_meter(LoadMeter())      # as the app: spread the sweep only while cores are free
     try:
         return _simulate(args)
     except KeyboardInterrupt:
@@ -485,6 +489,7 @@ def run_replay(args: argparse.Namespace) -> int:
     is the recorded one (exit 0) or not (exit 1). A file that cannot be used is one
     error line and exit 1; nothing runs."""
     _streams()
+    cores.set_meter(LoadMeter())      # as the app: spread the sweep only while cores are free
     from .replay import ReplayError, load, play
 
     try:

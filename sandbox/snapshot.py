@@ -27,7 +27,7 @@ import numpy as np
 from . import levels
 from .atomic import FileTooLarge, atomic_writer, read_bounded
 from .sim import lagrange
-from .sim.colliders import Colliders
+from .sim.collide.colliders import Colliders
 from .sim.constraints import Constraints, colouring_is_valid
 from .sim.forces import PressureBody, Springs
 from .sim.particles import Particles

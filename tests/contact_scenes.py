@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sandbox.reference import pymunk_shape
-from sandbox.sim import colliders as C
+from sandbox.sim.collide.solver import SKIN
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 
@@ -72,7 +72,7 @@ def corner(integrator, rng, n=120) -> Shots:
               dict(type="box", min=(xw, 0.0), max=(xw + th, hw))]
     w = _world(integrator, shapes, rng.uniform(0, 1), rng.choice([0.0, 0.3]))
     r = np.minimum(_radii(rng, n), 0.2 * hw)
-    x = np.stack([xw - r - rng.uniform(0.01, 0.3, n), r + C.SKIN], 1)
+    x = np.stack([xw - r - rng.uniform(0.01, 0.3, n), r + SKIN], 1)
     v = np.stack([rng.uniform(1.0, 10.0, n), np.zeros(n)], 1)
     w.add_particles(x, v=v, radius=r)
     return Shots(w, 30, shapes)

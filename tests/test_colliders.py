@@ -10,7 +10,17 @@ import pytest
 from sandbox import snapshot
 from sandbox.levels import build_world, find_level, load_level
 from sandbox.sim import builders as B
-from sandbox.sim import colliders as C
+from sandbox.sim.collide.broad import particle_pairs, rank_batches
+from sandbox.sim.collide.colliders import Colliders
+from sandbox.sim.collide.geometry import (
+    box_distance,
+    box_polygon,
+    capsule_distance,
+    circle_distance,
+    polygon_distance,
+    sweep_circle,
+)
+from sandbox.sim.collide.shapes import Boxes, Polygons, Segments, Walls
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 from sandbox.snapshot import SnapshotError
@@ -40,12 +50,12 @@ def run(world, seconds, h=FRAME, every=None):
 
 def test_circle_distance_closest_point_and_normal():
     p, c, R = one([3.0, 4.0], [0.0, 0.0], 2.0)
-    d, q, n = C.circle_distance(p, c, R)
+    d, q, n = circle_distance(p, c, R)
     assert d[0] == pytest.approx(3.0) and np.allclose(n, [[0.6, 0.8]])
     assert np.allclose(q, [[1.2, 1.6]])
-    d, q, n = C.circle_distance(*one([0.5, 0.0], [0.0, 0.0], 2.0))      # inside
+    d, q, n = circle_distance(*one([0.5, 0.0], [0.0, 0.0], 2.0))        # inside
     assert d[0] == pytest.approx(-1.5) and np.allclose(n, [[1, 0]]) and np.allclose(q, [[2, 0]])
-    d, q, n = C.circle_distance(*one([1.0, 1.0], [1.0, 1.0], 2.0))      # the centre: up
+    d, q, n = circle_distance(*one([1.0, 1.0], [1.0, 1.0], 2.0))        # the centre: up
     assert d[0] == -2.0 and np.allclose(n, [[0, 1]]) and np.allclose(q, [[1, 3]])
 
 
@@ -60,17 +70,17 @@ def test_capsule_distance_on_the_side_beyond_an_end_and_inside():
         (1.0, 0.0): (-0.5, (0, -1), (1.0, -0.5)),        # on the axis: pymunk's normal
     }
     for pt, (dist, nrm, cp) in cases.items():
-        d, q, n = C.capsule_distance(*one(pt, a, b, r))
+        d, q, n = capsule_distance(*one(pt, a, b, r))
         assert d[0] == pytest.approx(dist) and np.allclose(n[0], nrm) and np.allclose(q[0], cp)
     # A point-like segment (a == b) is a disc.
-    d, q, n = C.capsule_distance(*one([0.0, 3.0], [0.0, 1.0], [0.0, 1.0], 0.5))
+    d, q, n = capsule_distance(*one([0.0, 3.0], [0.0, 1.0], [0.0, 1.0], 0.5))
     assert d[0] == pytest.approx(1.5) and np.allclose(n[0], [0, 1])
 
 
 @pytest.mark.parametrize("winding", [1, -1])
 def test_polygon_distance_outside_edge_vertex_inside_and_on_the_boundary(winding):
     tri = [(0.0, 0.0), (4.0, 0.0), (0.0, 3.0)][::winding]
-    polys = C.Polygons()
+    polys = Polygons()
     polys.add(points=tri)
     cases = {
         (2.0, -1.0): (1.0, (0, -1), (2.0, 0.0)),                # below the bottom edge
@@ -89,23 +99,23 @@ def test_polygon_distance_outside_edge_vertex_inside_and_on_the_boundary(winding
 
 def test_box_distance_matches_its_polygon_and_the_closed_form():
     lo, hi = np.array([[0.0, 0.0]]), np.array([[2.0, 1.0]])
-    d, q, n = C.box_distance(np.array([[3.0, 2.0]]), lo, hi)
+    d, q, n = box_distance(np.array([[3.0, 2.0]]), lo, hi)
     assert d[0] == pytest.approx(math.sqrt(2)) and np.allclose(q, [[2, 1]])
     assert np.allclose(n, [[1 / math.sqrt(2), 1 / math.sqrt(2)]])
-    d, q, n = C.box_distance(np.array([[1.8, 0.5]]), lo, hi)
+    d, q, n = box_distance(np.array([[1.8, 0.5]]), lo, hi)
     assert d[0] == pytest.approx(-0.2) and np.allclose(n, [[1, 0]]) and np.allclose(q, [[2, 0.5]])
     rng = np.random.default_rng(3)
     p = rng.uniform(-2, 4, (2000, 2))
     lo = np.repeat(lo, 2000, 0)
     hi = np.repeat(hi, 2000, 0)
-    verts, normals = C.box_polygon(lo, hi)
-    for got, want in zip(C.box_distance(p, lo, hi), C.polygon_distance(p, verts, normals),
+    verts, normals = box_polygon(lo, hi)
+    for got, want in zip(box_distance(p, lo, hi), polygon_distance(p, verts, normals),
                          strict=True):
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 def test_walls_are_the_bounds_seen_from_inside():
-    walls = C.Walls.from_bounds((-1.0, -2.0, 3.0, 4.0))
+    walls = Walls.from_bounds((-1.0, -2.0, 3.0, 4.0))
     p = np.array([[0.0, 0.0]] * 4)
     d, q, n = walls.distance(p, np.arange(4))
     assert np.allclose(d, [2.0, 4.0, 1.0, 3.0])                 # floor, ceiling, left, right
@@ -115,17 +125,17 @@ def test_walls_are_the_bounds_seen_from_inside():
 def test_sweeps_hit_at_the_analytic_time_of_impact():
     # Falling straight down from y = 2 to y = -2 (a path of length 4), disc radius 0.1.
     p0, p1, r = np.array([[0.3, 2.0]]), np.array([[0.3, -2.0]]), np.array([0.1])
-    hit, t = C.sweep_circle(p0, p1, np.array([[0.0, 0.0]]), np.array([0.5]) + r)
+    hit, t = sweep_circle(p0, p1, np.array([[0.0, 0.0]]), np.array([0.5]) + r)
     y = math.sqrt(0.6 ** 2 - 0.3 ** 2)                          # centre height at impact
     assert hit[0] and t[0] == pytest.approx((2 - y) / 4)
-    seg = C.Segments()
+    seg = Segments()
     seg.add(a=(-1.0, 0.0), b=(1.0, 0.0), thickness=0.05)
     hit, t, n = seg.sweep(p0, p1, np.array([0]), r)
     assert hit[0] and t[0] == pytest.approx((2 - 0.15) / 4) and np.allclose(n, [[0, 1]])
     hit, t, n = seg.sweep(np.array([[1.1, 2.0]]), np.array([[1.1, -2.0]]), np.array([0]), r)
     y = math.sqrt(0.15 ** 2 - 0.1 ** 2)                         # past the end: the cap
     assert hit[0] and t[0] == pytest.approx((2 - y) / 4)
-    box = C.Boxes()
+    box = Boxes()
     box.add(min=(-1.0, -1.0), max=(1.0, 0.0))
     hit, t, n = box.sweep(np.array([[-3.0, 0.5]]), np.array([[3.0, 0.5]]), np.array([0]), r)
     assert not hit[0]                                           # passes 0.5 above the top
@@ -133,7 +143,7 @@ def test_sweeps_hit_at_the_analytic_time_of_impact():
     x = -1.0 - math.sqrt(0.1 ** 2 - 0.05 ** 2)                  # the rounded corner
     assert hit[0] and t[0] == pytest.approx((x + 3.0) / 6.0)
     # A start inside is no hit (projection deals with penetration), nor is a miss.
-    hit, _ = C.sweep_circle(np.array([[0.0, 0.1]]), p1, np.array([[0.0, 0.0]]), np.array([1.0]))
+    hit, _ = sweep_circle(np.array([[0.0, 0.1]]), p1, np.array([[0.0, 0.0]]), np.array([1.0]))
     assert not hit[0]
     hit, _, _ = seg.sweep(np.array([[5.0, 2.0]]), np.array([[5.0, -2.0]]), np.array([0]), r)
     assert not hit[0]
@@ -163,7 +173,7 @@ def _random_shapes(colliders, rng, count):
 
 def test_broad_phase_finds_exactly_the_overlapping_boxes_and_contacts_of_brute_force():
     rng = np.random.default_rng(7)
-    col = C.Colliders()
+    col = Colliders()
     _random_shapes(col, rng, 400)
     x = rng.uniform(-25, 25, (5000, 2))
     r = rng.uniform(0.0, 0.3, 5000)
@@ -197,7 +207,7 @@ def test_particle_pair_grid_finds_every_pair_in_reach_once():
     n = 1500
     x = rng.uniform(0, 6, (n, 2))
     r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.01, 0.1, n))
-    i, j = C.particle_pairs(x, r, 0.02)
+    i, j = particle_pairs(x, r, 0.02)
     got = set(zip(i.tolist(), j.tolist(), strict=True))
     assert len(got) == i.size and (i < j).all()
     a, b = np.triu_indices(n, 1)
@@ -205,18 +215,18 @@ def test_particle_pair_grid_finds_every_pair_in_reach_once():
     want = (d < r[a] + r[b] + 0.02) & (r[a] > 0) & (r[b] > 0)
     assert got == set(zip(a[want].tolist(), b[want].tolist(), strict=True))
     ex = np.sort(np.array([a[want][0] * n + b[want][0]]))       # an excluded pair
-    i2, j2 = C.particle_pairs(x, r, 0.02, exclude=ex)
+    i2, j2 = particle_pairs(x, r, 0.02, exclude=ex)
     assert i2.size == i.size - 1
 
 
 def test_rank_batches_share_no_particle_and_cover_every_pair():
     rng = np.random.default_rng(5)
     i = rng.integers(0, 50, 400)
-    batches = C.rank_batches(i)
+    batches = rank_batches(i)
     assert np.array_equal(np.sort(np.concatenate(batches)), np.arange(400))
     for b in batches:
         assert np.unique(i[b]).size == b.size
-    assert len(C.rank_batches(np.arange(7))) == 1             # one contact each: one batch
+    assert len(rank_batches(np.arange(7))) == 1               # one contact each: one batch
 
 
 # --------------------------------------------------------------------------- dynamics

@@ -1,8 +1,8 @@
-"""The compiled contact kernels (``contact_kernels``) against the numpy reference
-(``colliders``, ``backend = "numpy"``).
+"""The compiled contact kernels (the twins in ``sandbox.sim.collide``) against the numpy
+reference (``Colliders.backend = "numpy"``).
 
 The kernels repeat the reference's operations in its order and in its float types (see
-the module docstring of ``contact_kernels``), so the expected difference is zero: every
+the module docstring of ``collide.solver``), so the expected difference is zero: every
 comparison here is exact (``assert_array_equal``, under which -0.0 equals 0.0, the one
 freedom the kernels take). No tolerance would do instead: a pile is chaotic (moving one
 ball of the test pile by 1e-15 m moves balls by 1e-11 m after 60 frames and 3e-8 m after
@@ -17,12 +17,16 @@ import numpy as np
 import pytest
 
 from sandbox.sim import builders as B
-from sandbox.sim import colliders as C
-from sandbox.sim import contact_kernels as ck
+from sandbox.sim.backend import usable
 from sandbox.sim.collide import solver
+from sandbox.sim.collide.broad import _PairList, any_moving, moved_less, pair_list, particle_pairs
+from sandbox.sim.collide.colliders import _NO_KEYS, Colliders
+from sandbox.sim.collide.geometry import WALL, _distance, _sweep
+from sandbox.sim.collide.shapes import _KIND, Walls
+from sandbox.sim.collide.solver import BRUTE_PAIRS, SKIN, TOUCH, Contacts, _FlatContacts
 from sandbox.sim.world import SimulationDiverged, World, WorldConfig
 
-pytestmark = pytest.mark.skipif(not ck.AVAILABLE, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not usable("contacts"), reason="numba is not installed")
 
 FRAME = 1 / 60
 DTYPES = ["float64", "float32"]
@@ -251,7 +255,7 @@ def test_more_contacts_than_particles_match_the_reference(dtype):
     want = [(int(q), g.shapes.kind, bool(t)) for g in ref.groups
             for q, t in zip(g.pi, g.touched, strict=True)]
     kinds = got.shape_args[0]
-    names = {code: name for name, code in C._KIND.items()} | {ck.WALL: "wall"}
+    names = {code: name for name, code in _KIND.items()} | {WALL: "wall"}
     have = [(int(q), names[int(kinds[g])], bool(t))
             for q, g, t in zip(got.cp, got.cg, got.touched, strict=True)]
     assert have == want
@@ -294,16 +298,16 @@ def test_balls_in_corners_match_the_reference(dtype):
     x1 = np.array([[0.95, 0.95], [-0.95, -0.95], [0.95, -0.95]], dtype)
     x0 = x1.copy()
     w, r = np.ones(3, dtype), np.full(3, 0.1, dtype)
-    t = C.Colliders().tables((-1.0, -1.0, 1.0, 1.0))
+    t = Colliders().tables((-1.0, -1.0, 1.0, 1.0))
     kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
     rest = t.begin_args[11:]
     eps = float(np.finfo(dtype).eps)
     space = solver.begin_space(x1, 0, 4, False)
-    C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, C.SKIN, C.TOUCH,
+    C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, SKIN, TOUCH,
                                   1e-3, *space[4:-1])
     assert C_ == -1
     out = solver.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
-                       *rest, 0.0, 0.0, eps, C.SKIN, C.TOUCH, 1e-3, C.BRUTE_PAIRS, 10_000,
+                       *rest, 0.0, 0.0, eps, SKIN, TOUCH, 1e-3, BRUTE_PAIRS, 10_000,
                        np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
     assert sorted(out[0].tolist()) == [0, 0, 1, 1, 2, 2]
     ref, got = _both(_cornered, 20, dtype=dtype)
@@ -320,7 +324,7 @@ def test_every_shape_type_and_sweeps_match_the_reference(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_grid_broad_phase_scene_matches_the_reference(dtype):
     w = _many_shapes(dtype)
-    assert w.n * len(w.colliders) > C.BRUTE_PAIRS                 # the grid, not brute force
+    assert w.n * len(w.colliders) > BRUTE_PAIRS                   # the grid, not brute force
     ref, got = _both(_many_shapes, 40, dtype=dtype)
     _assert_same(ref, got)
 
@@ -398,13 +402,13 @@ def test_a_frame_kept_from_the_frame_before_follows_every_change(build, monkeypa
     makes them again, twice, as the integrator's coefficients depend on the step before
     too)."""
     made = {}
-    real = C.Colliders.frame_args
+    real = Colliders.frame_args
 
     def counted(self, *a):
         made[id(self)] = made.get(id(self), 0) + 1
         return real(self, *a)
 
-    monkeypatch.setattr(C.Colliders, "frame_args", counted)
+    monkeypatch.setattr(Colliders, "frame_args", counted)
     ref, got = build(), build()
     ref._lane_holds = lambda lane, hs: False
     for w in (ref, got):
@@ -452,7 +456,7 @@ def _shapes_and_points(dtype):
     box, the bounds) and points on the cases where the formulas branch: centres, corners,
     edges and their extensions, the box's diagonals (equal depth to two faces), a point
     beyond a segment's end, plus a lattice."""
-    col = C.Colliders()
+    col = Colliders()
     col.add("circle", center=(0.0, 0.0), radius=0.5)
     col.add("segment", a=(1.0, 0.0), b=(2.0, 0.5), thickness=0.1)
     col.add("segment", a=(-2.0, -1.0), b=(-1.0, -1.0))
@@ -481,7 +485,7 @@ def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
     bounds = (-3.0, -2.0, 4.0, 3.0)
     args = col.tables(bounds).shape_args
     kinds, rows = args[0], args[1]
-    sets = [col.sets[n] for n in C._KIND] + [C.Walls.from_bounds(bounds)]
+    sets = [col.sets[n] for n in _KIND] + [Walls.from_bounds(bounds)]
     rng = np.random.default_rng(12)
     starts = [pts, (pts + rng.normal(0, 0.3, pts.shape)).astype(dtype),
               (pts + rng.normal(0, 2.0, pts.shape)).astype(dtype)]
@@ -497,7 +501,7 @@ def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
                 else:
                     want = shapes.distance(pts, s)
                 d, _, n = want
-                got = np.array([ck._distance(g, a[0], a[1], ref, contact, *args, b[0], b[1])
+                got = np.array([_distance(g, a[0], a[1], ref, contact, *args, b[0], b[1])
                                 for a, b in zip(pts, p0, strict=True)])
                 np.testing.assert_array_equal(got[:, 0], d)
                 np.testing.assert_array_equal(got[:, 1:], n)
@@ -513,7 +517,7 @@ def test_sweeps_match_the_reference(dtype):
     col, pts = _shapes_and_points(dtype)
     args = col.tables(None).shape_args
     kinds, rows = args[0], args[1]
-    sets = [col.sets[n] for n in C._KIND]
+    sets = [col.sets[n] for n in _KIND]
     rng = np.random.default_rng(6)
     m = pts.shape[0]
     ang = rng.uniform(0, 2 * np.pi, m)
@@ -526,7 +530,7 @@ def test_sweeps_match_the_reference(dtype):
         for g in range(kinds.size):
             shapes, row = sets[kinds[g]], int(rows[g])
             hit, t, n = shapes.sweep(p0, p1, np.full(m, row), rr)
-            got = np.array([ck._sweep(g, a[0], a[1], b[0], b[1], rr[0], *args)
+            got = np.array([_sweep(g, a[0], a[1], b[0], b[1], rr[0], *args)
                             for a, b in zip(p0, p1, strict=True)])
             np.testing.assert_array_equal(got[:, 0], t)
             np.testing.assert_array_equal(got[hit, 1:], n[hit])
@@ -546,13 +550,13 @@ def test_pair_list_is_the_references_list_in_its_order(dtype, sparse):
     if sparse:
         x[7] = (3e5, -2e4)
     r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.01, 0.1, n)).astype(dtype)
-    i, j = C.particle_pairs(x, r, 0.05)
+    i, j = particle_pairs(x, r, 0.05)
     exclude = np.unique(i[::5] * n + j[::5])
     sizes = []
     for ex in (None, exclude):
-        i, j = C.particle_pairs(x, r, 0.05, ex)
-        want = C._PairList.build(None, x, 0.05, i, j, r)
-        got = ck.pair_list(x, r, 0.05, C._NO_KEYS if ex is None else ex)
+        i, j = particle_pairs(x, r, 0.05, ex)
+        want = _PairList.build(None, x, 0.05, i, j, r)
+        got = pair_list(x, r, 0.05, _NO_KEYS if ex is None else ex)
         for name, a, b in zip(("i", "j", "a", "b", "nodes", "reach"), got,
                               (want.i, want.j, want.a, want.b, want.nodes, want.reach),
                               strict=True):
@@ -574,12 +578,12 @@ def test_pair_list_of_a_crowd_outgrows_its_first_arrays(exclude):
     r = np.full(n, 0.05)
     ex = None
     if exclude:
-        i, j = C.particle_pairs(x, r, 0.05)
+        i, j = particle_pairs(x, r, 0.05)
         ex = np.unique(i[::7] * n + j[::7])
-    i, j = C.particle_pairs(x, r, 0.05, ex)
+    i, j = particle_pairs(x, r, 0.05, ex)
     assert i.size > 16 * 8 * n // 4          # beyond 8 n, then beyond 32 n
-    want = C._PairList.build(None, x, 0.05, i, j, r)
-    got = ck.pair_list(x, r, 0.05, C._NO_KEYS if ex is None else ex)
+    want = _PairList.build(None, x, 0.05, i, j, r)
+    got = pair_list(x, r, 0.05, _NO_KEYS if ex is None else ex)
     for name, a, b in zip(("i", "j", "a", "b", "nodes", "reach"), got,
                           (want.i, want.j, want.a, want.b, want.nodes, want.reach),
                           strict=True):
@@ -600,7 +604,7 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
     another (particle, shape, touched, material, side), and the swept particles land
     where the reference puts them, with the same corrections ``dx``."""
     rng = np.random.default_rng(2)
-    col = C.Colliders()
+    col = Colliders()
     for k in range(40 if grid else 8):
         c = rng.uniform(-4, 4, 2)
         kind = k % 4
@@ -620,7 +624,7 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
     path[:200] *= 40                                    # fast: through shapes
     w = np.where(rng.random(n) < 0.05, 0.0, 1.0).astype(dtype)
     r = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.02, 0.1, n)).astype(dtype)
-    assert (n * len(col) > C.BRUTE_PAIRS) == grid
+    assert (n * len(col) > BRUTE_PAIRS) == grid
     config = WorldConfig(bounds=(-4.5, -4.5, 4.5, 4.5), restitution=0.2, friction=0.4,
                          dtype=np.dtype(dtype).name)
     out = {}
@@ -629,13 +633,13 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
         p = _State((x0 + path).astype(dtype), np.zeros((n, 2), dtype), w, r)
         out[backend] = (p, col.begin(p, x0, config))
     (p_ref, ref), (p_got, got) = out["numpy"], out["numba"]
-    assert isinstance(ref, C.Contacts) and isinstance(got, C._FlatContacts)
+    assert isinstance(ref, Contacts) and isinstance(got, _FlatContacts)
     np.testing.assert_array_equal(p_got.x, p_ref.x)
     np.testing.assert_array_equal(got.dx, ref.dx)
     assert got.skin == ref.skin and got.touch == ref.touch
     # The reference's contacts in its order: group after group, each in pair order.
     kinds, rows = got.shape_args[0], got.shape_args[1]
-    names = {code: name for name, code in C._KIND.items()} | {ck.WALL: "wall"}
+    names = {code: name for name, code in _KIND.items()} | {WALL: "wall"}
     want = [(int(p), g.shapes.kind, int(s), bool(t), float(e), float(m),
              0.0 if g.ref is None else float(f))
             for g in ref.groups
@@ -686,8 +690,8 @@ def test_backend_switch():
 def test_warm_up_compiles_every_kernel_for_both_float_types():
     from sandbox.sim import warmup
     warmup.warm_up()
-    for f, arg in ((ck.begin, 0), (ck.pair_list, 0), (ck.project, 0), (ck.finish, 0),
-                   (ck.moved_less, 0), (ck.any_moving, 2)):
+    for f, arg in ((solver.begin, 0), (pair_list, 0), (solver.project, 0), (solver.finish, 0),
+                   (moved_less, 0), (any_moving, 2)):
         assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
 
 
@@ -710,7 +714,7 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     w = np.where(rng.random(n) < 0.1, 0.0, 1.0).astype(dtype)
     w[1] = 1.0
     r = rng.uniform(0.0, 0.1, n).astype(dtype)
-    col = C.Colliders()
+    col = Colliders()
     t = col.tables((-4.0, -4.0, 4.0, 4.0))
     kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
     rest = t.begin_args[11:]
@@ -720,8 +724,8 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     def hits(nwalls):
         out = solver.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), kinds[:nwalls],
                            rows[:nwalls], geo[:nwalls], 0, nwalls, *shapes, *rest, 0.0, 0.0,
-                           float(np.finfo(dtype).eps), C.SKIN, C.TOUCH, margin,
-                           C.BRUTE_PAIRS, 10_000, np.zeros((0, 2), dtype),
+                           float(np.finfo(dtype).eps), SKIN, TOUCH, margin,
+                           BRUTE_PAIRS, 10_000, np.zeros((0, 2), dtype),
                            np.zeros((0, 2), dtype), 0.0, np.inf)
         return [(int(p), int(g)) for p, g in zip(out[0], out[1], strict=True)]
 

@@ -21,7 +21,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sandbox.reference import pymunk_shape
-from sandbox.sim import colliders as C
+from sandbox.sim.collide.geometry import box_distance, capsule_distance
+from sandbox.sim.collide.shapes import SHAPE_TYPES
+from sandbox.sim.collide.solver import SKIN
 from sandbox.sim.world import World, WorldConfig
 
 #: Chipmunk's MAGIC_EPSILON (m): closer than this to a circle's centre, a segment or a
@@ -41,7 +43,7 @@ def _shape(kind, geom):
 
 
 def _ours(kind, geom):
-    shapes = C.SHAPE_TYPES[kind]()
+    shapes = SHAPE_TYPES[kind]()
     shapes.add(**geom)
     return shapes
 
@@ -95,7 +97,7 @@ def test_circle_point_query_matches_pymunk(c, R, p):
 @given(a=point, b=point, r=st.floats(0, 2), p=point)
 def test_capsule_point_query_matches_pymunk(a, b, r, p):
     assume(math.dist(a, b) > 1e-6)
-    d_axis, _, _ = C.capsule_distance(np.array([p]), np.array([a]), np.array([b]),
+    d_axis, _, _ = capsule_distance(np.array([p]), np.array([a]), np.array([b]),
                                       np.array([0.0]))
     assume(d_axis[0] > FALLBACK)
     err, nerr = _compare_point("segment", {"a": a, "b": b, "thickness": r}, p)
@@ -127,7 +129,7 @@ def test_polygon_point_query_matches_pymunk(c, R, angles, p):
 def test_box_point_query_matches_pymunk(lo, ext, p):
     hi = (lo[0] + ext[0], lo[1] + ext[1])
     verts = np.array([lo, (hi[0], lo[1]), hi, (lo[0], hi[1])])
-    d, _, _ = C.box_distance(np.array([p]), np.array([lo]), np.array([hi]))
+    d, _, _ = box_distance(np.array([p]), np.array([lo]), np.array([hi]))
     assume(abs(d[0]) > FALLBACK)
     assume(not _ambiguous_polygon(np.array(p), verts, 1.0 + np.abs(verts).max()))
     err, nerr = _compare_point("box", {"min": lo, "max": hi}, p)
@@ -376,7 +378,7 @@ def test_a_dropped_ball_rests_bounces_and_slides_as_in_pymunk(deg, e, mu):
     V = math.sqrt(2 * G * H)
     if e == 0.0:
         assert -SLOP - G * STEP ** 2 <= ref[0] <= 0.0          # pymunk sinks into slop
-        assert abs(ours[0] - C.SKIN) < 1e-9                    # we rest on the surface
+        assert abs(ours[0] - SKIN) < 1e-9                      # we rest on the surface
         assert abs(ours[0] - ref[0]) <= SLOP + G * STEP ** 2
     assert abs(ours[1] - ref[1]) <= 2 * V * STEP, (ours[1], ref[1])
     a = G * max(math.sin(theta) - mu * math.cos(theta), 0.0)

@@ -7,9 +7,8 @@ float64 and float32, on the numpy references and on the compiled kernels.
 
 import json
 
-import pytest
-
 import hashes
+import pytest
 
 RECORDED = json.loads(hashes.DATA.read_text())
 

@@ -4,7 +4,8 @@ and the thread policy of the compiled sweep. Correctness only: times live in the
 import numpy as np
 import pytest
 
-from sandbox.sim import backend, contact_kernels, cores, kernels, warmup
+from sandbox.load import LoadMeter
+from sandbox.sim import backend, cores, kernels, warmup
 from sandbox.sim import builders as B
 from sandbox.sim.world import World, WorldConfig
 
@@ -47,14 +48,14 @@ def _same(a: World, b: World) -> bool:
 def test_the_gate_switches_every_module_at_once(restore_backend):
     backend.set_ready(False)
     backend.set_ready(True, "kernels")                # parts switch on their own
-    assert kernels.AVAILABLE and not contact_kernels.AVAILABLE
+    assert kernels.AVAILABLE and not backend.usable("contacts")
     backend.set_ready(False)
-    assert not kernels.AVAILABLE and not contact_kernels.AVAILABLE
+    assert not kernels.AVAILABLE and not backend.usable("contacts")
     with backend.loading():                   # the loading thread may use them
-        assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+        assert kernels.AVAILABLE and backend.usable("contacts")
     assert not kernels.AVAILABLE
     backend.set_ready(True)
-    assert kernels.AVAILABLE and contact_kernels.AVAILABLE
+    assert kernels.AVAILABLE and backend.usable("contacts")
 
 
 @needs_numba
@@ -108,7 +109,7 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
     # The child had compiled the constraint kernels before it failed: those switched,
     # the rest stays on the references (still correct) and the status says so.
     assert bad.ready_parts == {"kernels"} and kernels.AVAILABLE
-    assert not contact_kernels.AVAILABLE
+    assert not backend.usable("contacts")
     assert bad.status() == "compiled kernels, numpy contacts (compiling failed)"
 
 
@@ -226,12 +227,23 @@ def test_policy_one_thread_when_other_processes_hold_the_cores():
         q.set_mode("many")
 
 
+def test_policy_without_a_meter_keeps_one_thread():
+    """The core reads no machine state: without a meter handed in (``set_meter``), the
+    load is unknown and the sweep stays on one thread, as where /proc/stat is unreadable."""
+    p = cores.CorePolicy(mode="auto")
+    p.cores = 2
+    key = ("frame", 1)
+    for seconds in (0.2, 0.010):                     # one thread timed (first: not a timing)
+        p.record(key, False, seconds)
+    assert not p.parallel(key, 50_000)
+
+
 def test_load_meter_reads_other_processes_time(tmp_path):
     stat = tmp_path / "stat"
-    m = cores.LoadMeter(str(stat))
+    m = LoadMeter(str(stat))
     assert m.others() is None                        # unreadable: unknown
     stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")
-    m = cores.LoadMeter(str(stat))
+    m = LoadMeter(str(stat))
     assert m.others() is None                        # one sample: no interval yet
     m._last = (m._last[0] - 1.0, m._last[1] - 2.0, m._last[2])   # 2 cores busy for 1 s
     stat.write_text("cpu  100 0 100 1000 0 0 0 0 0 0\n")

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pygame
 
-from ..sim import backend, warmup
+from ..load import LoadMeter
+from ..sim import backend, cores, warmup
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import files
@@ -940,6 +941,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
     except Exception as e:   # LevelError, ReplayError, ValueError: a line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 1
+    cores.set_meter(LoadMeter())      # the compiled sweep spreads only while cores are free
     # X11 window class (window managers, xdotool search --classname); SDL reads it when
     # the window opens. pygame sets it to the script name ("main.py") on import.
     os.environ["SDL_VIDEO_X11_WMCLASS"] = "verlet-sandbox"

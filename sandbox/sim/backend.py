@@ -9,7 +9,7 @@ loaded, so the first frames run the numpy references (the same numbers: the test
 compare them bit for bit) and no frame waits for the compiler. The loading thread may
 call the kernels before everyone else (``loading()``).
 
-``kernels.AVAILABLE`` and ``contact_kernels.AVAILABLE`` read ``usable()`` on every
+``kernels.AVAILABLE`` reads ``usable()`` on every
 access (module ``__getattr__``), so every caller switches at the same moment.
 
 numba is imported when a kernel is first needed, not when the kernel modules are.

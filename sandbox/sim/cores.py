@@ -7,9 +7,11 @@ helper thread waits for the OS to give it a core at every region, and measured f
 went from 24 ms on one thread to 400-600 ms on two (2-core VM, two busy processes;
 the numbers are in ``bench --load``). So the sweep runs on one thread unless both:
 
-1. the other cores are free: the CPU time that *other* processes took over the last
-   quarter second (``/proc/stat`` minus this process's own time) is under half a core
-   a spare core; where that cannot be read, one thread;
+1. the other cores are free: the policy's meter says that *other* processes took under
+   half a core lately. The core does not read the machine itself: the app, the bench and
+   the headless commands hand the policy a meter (``set_meter``; ``sandbox.load``'s
+   ``LoadMeter`` reads ``/proc/stat`` minus this process's own time over the last
+   quarter second). Without a meter, or where it cannot tell (None), one thread;
 2. two threads are measurably faster for this work: frames of each kind are timed
    (``record``; the first of each kind, which loads its kernel, is not a timing), and
    two threads are kept only while they beat one thread by 10 %.
@@ -20,13 +22,14 @@ the numbers are in ``bench --load``). So the sweep runs on one thread unless bot
 ``POLICY`` is the process-wide instance that ``World`` and ``kernels.project_batches``
 ask. ``set_mode("serial" | "parallel" | "auto")`` pins the choice (tests, the bench's
 one-thread rows); the environment variable ``SANDBOX_THREADS`` (``1``: serial,
-``auto``) sets the initial mode.
+``auto``) sets the initial mode. ``set_meter`` hands it the meter of rule 1.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Protocol
 
 #: Below this many links a batch never goes parallel (thread start-up costs more).
 MIN_LINKS = 1000
@@ -36,7 +39,6 @@ BUSY_CORES = 0.5
 GAIN = 0.9
 PROBE_EVERY = 32          # frames between re-timings of the mode not in use
 HOLD_S = 1.0              # after a bad two-thread frame: one thread for this long
-SAMPLE_S = 0.25           # how often /proc/stat is read
 
 
 def _cores() -> int:
@@ -46,44 +48,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-class LoadMeter:
-    """CPU time used by other processes, in cores, over the last ``SAMPLE_S`` or so."""
-
-    def __init__(self, stat_path: str = "/proc/stat") -> None:
-        self.stat_path = stat_path
-        self._last: tuple[float, float, float] | None = None   # (wall, busy, ours) s
-        self._others = None
-        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-    def _read(self) -> tuple[float, float, float] | None:
-        try:
-            with open(self.stat_path) as f:
-                fields = f.readline().split()
-        except OSError:
-            return None
-        if not fields or fields[0] != "cpu":
-            return None
-        v = [float(x) for x in fields[1:]]
-        idle = v[3] + (v[4] if len(v) > 4 else 0.0)          # idle + iowait
-        busy = (sum(v[:8]) - idle) / self._tick                # up to steal
-        t = os.times()
-        return time.monotonic(), busy, t.user + t.system
+class Meter(Protocol):
+    """What the policy asks about the machine (``sandbox.load.LoadMeter``, or a test's)."""
 
     def others(self) -> float | None:
-        """Cores used by other processes recently; None when it cannot be measured."""
-        now = time.monotonic()
-        if self._last is not None and now - self._last[0] < SAMPLE_S:
-            return self._others
-        cur = self._read()
-        if cur is None:
-            return None
-        if self._last is not None:
-            dt = cur[0] - self._last[0]
-            if dt > 0:
-                self._others = max(0.0, ((cur[1] - self._last[1]) - (cur[2] - self._last[2]))
-                                   / dt)
-        self._last = cur
-        return self._others
+        """Cores that other processes used lately; None when it cannot be told."""
 
 
 class _Stats:
@@ -104,11 +73,11 @@ class CorePolicy:
     """Chooses one thread or all of them for each compiled sweep (see the module
     docstring); ``min_parallel(key, links)`` is what the kernels take."""
 
-    def __init__(self, mode: str | None = None, meter: LoadMeter | None = None) -> None:
+    def __init__(self, mode: str | None = None, meter: Meter | None = None) -> None:
         env = os.environ.get("SANDBOX_THREADS", "auto").strip().lower()
         self.mode = mode or ("serial" if env == "1" else "auto")
         self.cores = _cores()
-        self.meter = meter or LoadMeter()
+        self.meter = meter              # None: the load is unknown (one thread)
         self._stats: dict = {}
         self.last = "serial"            # what the last decision was, for the HUD/bench
 
@@ -125,7 +94,7 @@ class CorePolicy:
             return self.mode == "parallel" and self.cores > 1
         if self.cores < 2 or links < MIN_LINKS:
             return False
-        others = self.meter.others()
+        others = self.meter.others() if self.meter is not None else None
         if others is None or others >= BUSY_CORES:
             return False
         st = self._stats.setdefault(key, _Stats())
@@ -180,3 +149,10 @@ def set_mode(mode: str) -> None:
     """Pin the choice: "serial" (one thread), "parallel" (big batches over all cores)
     or "auto" (this module's rules)."""
     POLICY.set_mode(mode)
+
+
+def set_meter(meter: Meter | None) -> Meter | None:
+    """Hand ``POLICY`` the meter of other processes' load (rule 1; None: unknown, one
+    thread); returns the one it had, to put back."""
+    before, POLICY.meter = POLICY.meter, meter
+    return before

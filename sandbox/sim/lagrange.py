@@ -55,6 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backend
+from .constraints import ROPE
+from .integrators import get_integrator
 
 #: The most rigid links a world may have for "lagrange" and "rattle". Measured (2-core
 #: Xeon, compiled): a 300-link chain costs 2.6 ms a frame of 10 RATTLE substeps and 3.1
@@ -131,7 +133,6 @@ def describe(method: str, integrator, rigid_links: bool = True) -> Combination:
     """The :class:`Combination` of ``method`` and ``integrator`` (a name or an
     :class:`~sandbox.sim.integrators.Integrator`). Without rigid links the method does
     nothing and the integrator alone decides (``rigid_links=False``)."""
-    from .integrators import get_integrator
     integ = get_integrator(integrator)
     name = integ.name
     if method not in CONSTRAINT_METHODS:
@@ -544,7 +545,6 @@ def unsupported_reason(world, method: str = "lagrange") -> str | None:
     if m > MAX_LINKS:
         return (f"{label} is for small systems: this world has {m:,} links (at most "
                 f"{MAX_LINKS})")
-    from .constraints import ROPE
     if np.any(c.kind[live] == ROPE):
         return f"{label} holds rigid links only: rope links may go slack (an inequality)"
     if np.any(c.compliance[live] != 0):

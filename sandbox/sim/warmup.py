@@ -28,7 +28,7 @@ loads the others after ``WARM_DELAY_S``, so that a level switch does not wait.
 
 The kernel modules warm themselves on bare arrays (``kernels.warm_up``); the contact
 pipeline is warmed by running tiny worlds through it, which is why this sits above
-:mod:`world` instead of inside :mod:`contact_kernels`.
+:mod:`world` instead of inside the contact package (``collide``).
 """
 
 from __future__ import annotations
@@ -134,13 +134,13 @@ def _fingerprint(dtypes, contact_dtypes, extra) -> str:
     """What a filled cache was filled for: the kernel sources, the versions, the types."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in ("kernels.py", "contact_kernels.py", "colliders.py", "world.py",
-                 "warmup.py", "collide/jit.py", "collide/geometry.py", "collide/broad.py",
-                 "collide/solver.py"):
+    # Every module of the core: a list of names went stale when modules moved.
+    for src in sorted(here.rglob("*.py")):
+        h.update(src.relative_to(here).as_posix().encode())
         try:
-            h.update((here / name).read_bytes())
-        except OSError:
-            h.update(name.encode())
+            h.update(src.read_bytes())
+        except OSError:                                # pragma: no cover
+            pass
     for spec in extra:
         mod = importlib.util.find_spec(spec.partition(":")[0])
         if mod is not None and mod.origin:

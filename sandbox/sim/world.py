@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import backend, kernels, lagrange
-from .colliders import Colliders
+from .collide.colliders import Colliders
 from .constraints import Constraints
 from .forces import PressureBody, Springs, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, can_overwrite, get_integrator

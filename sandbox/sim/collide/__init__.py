@@ -2,5 +2,5 @@
 splits its own: ``geometry`` (distances and sweeps), ``shapes`` (the shape sets), ``broad``
 (the broad phase), ``solver`` (one substep's contacts, and whole frames), ``jit`` (the
 compiled path's decorator). Each numpy reference sits beside its compiled twin. The world
-uses them through :class:`sandbox.sim.colliders.Colliders`.
+uses them through :class:`.colliders.Colliders`, what it keeps of them.
 """

@@ -45,7 +45,7 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a . b`` over the last axis (length 2), as ``a0 b0 + a1 b1``. Written out rather
     than ``np.vecdot``, whose BLAS loop may fuse a multiply-add (its result then depends on
     the CPU and on the arrays' strides): this order is the one the compiled kernels of
-    :mod:`contact_kernels` repeat, so the two backends agree bit for bit."""
+    this package repeat, so the two backends agree bit for bit."""
     return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1]
 
 

@@ -365,7 +365,7 @@ SHAPE_TYPES: dict[str, type[ShapeSet]] = {
 
 #: Shape types as the compiled kernels number them.
 _KIND = {"circle": CIRCLE, "segment": SEGMENT, "polygon": POLYGON, "box": BOX}
-#: Each type's geometry columns in the compiled shape table (see ``contact_kernels``);
+#: Each type's geometry columns in the compiled shape table (``Colliders.tables``);
 #: polygons keep their own (k, K, 2) arrays.
 _GEOMETRY = {
     "circle": lambda s: np.column_stack([s.center, s.radius]),

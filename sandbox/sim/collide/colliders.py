@@ -1,22 +1,21 @@
-"""Static colliders and contacts: the world's shapes and one substep's contacts with them.
+"""What a world keeps of its contacts: :class:`Colliders`, its static shapes by type, the
+grid over them, the particles' Verlet list, the compiled kernels' tables, and the one rule
+choosing the backend (:meth:`Colliders.compiled`).
 
-The code is split along its concerns, as Box2D splits its own (``sandbox/sim/collide/``):
+The work is done by the rest of this package, split along its concerns as Box2D splits
+its own:
 
-``collide.geometry``  distances and sweeps against each shape type (pymunk's conventions)
-``collide.shapes``    the shape sets as structures of arrays, parsed from level files
-``collide.broad``     broad phase: the shape grid, the particles' Verlet list
-``collide.solver``    one substep's contacts: the time-of-impact loop, the projection
-                      with friction in position space, the velocity pass; a whole frame
-``collide.jit``       the compiled path's decorator and scalar helpers
+``geometry``  distances and sweeps against each shape type (pymunk's conventions)
+``shapes``    the shape sets as structures of arrays, parsed from level files
+``broad``     broad phase: the shape grid, the particles' Verlet list
+``solver``    one substep's contacts: the time-of-impact loop, the projection with
+              friction in position space, the velocity pass; a whole frame
+``jit``       the compiled path's decorator and scalar helpers
 
 Each numpy reference sits beside its compiled twin (numba), which repeats its operations
-in its order, so the two give the same bits (``tests/test_contact_kernels.py``). This
-module holds :class:`Colliders`, what a world keeps (its shapes, the grid, the Verlet
-list, the compiled tables) and the one rule choosing the backend
-(:meth:`Colliders.compiled`), and names everything the package defines, so
-``sandbox.sim.colliders`` reads as before.
+in its order, so the two give the same bits (``tests/test_contact_kernels.py``).
 
-One substep of contacts (``World._substep`` drives it; see ``collide.solver``)::
+One substep of contacts (``World._substep`` drives it; see :mod:`.solver`)::
 
     Colliders.begin()      broad phase, continuous detection (a bounded time-of-impact
                            loop: the rest of a path slides along the face it hit and is
@@ -37,86 +36,29 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import backend
-from .collide import solver
-from .collide.broad import (  # noqa: F401
+from .. import backend
+from . import solver
+from .broad import (
     ShapeGrid,
-    _expand,
-    _first_per_particle,
     _PairList,
     aabb_pairs_brute,
     any_moving,
     moved_less,
     pair_list,
     particle_pairs,
-    rank_batches,
 )
-from .collide.geometry import (  # noqa: F401
-    HI_Y,
-    LO_X,
-    MU,
-    WALL,
-    E,
-    _capsule,
-    _cross,
-    _dot,
-    _face_contact,
-    _pick,
-    _safe,
-    _segment_closest,
-    _segment_normal,
-    _sweep_faces,
-    _toi_normal,
-    box_contact,
-    box_distance,
-    box_polygon,
-    capsule_distance,
-    circle_distance,
-    polygon_contact,
-    polygon_distance,
-    sweep_capsule,
-    sweep_circle,
-    sweep_polygon,
-)
-from .collide.shapes import (  # noqa: F401
-    _GEOMETRY,
-    _KIND,
-    SHAPE_TYPES,
-    Boxes,
-    Circles,
-    Polygons,
-    Segments,
-    ShapeSet,
-    Walls,
-    _chunked,
-)
-from .collide.solver import (  # noqa: F401
-    BRUTE_PAIRS,
-    DIR_TOL,
-    MARGIN,
-    MAX_HITS,
-    SKIN,
-    TOUCH,
-    Contacts,
-    _FlatContacts,
-    _Group,
-    _pair_share,
-    _Pairs,
-    _shape_velocity,
-    _stop,
-    _tolerances,
-    scatter_rows,
-)
+from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
+from .shapes import _GEOMETRY, _KIND, SHAPE_TYPES, ShapeSet, Walls
+from .solver import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _FlatContacts, _tolerances
 
 _NO_KEYS = np.zeros(0, np.int64)
 
 
-
 class _Table(NamedTuple):
     """The compiled kernels' view of the shapes: ``kinds``, ``rows`` (row within its type),
-    ``geo`` (see ``contact_kernels``) and the polygons' ``verts``, ``normals``, ``edges``
-    (``shape_args``); ``begin_args`` adds the counts of shapes and walls and the
-    ``ShapeGrid`` (keys, shape ids, cell, origin, dims)."""
+    ``geo`` (its columns as ``geometry`` numbers them) and the polygons' ``verts``,
+    ``normals``, ``edges`` (``shape_args``); ``begin_args`` adds the counts of shapes and
+    walls and the ``ShapeGrid`` (keys, shape ids, cell, origin, dims)."""
 
     shape_args: tuple
     begin_args: tuple
