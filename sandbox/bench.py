@@ -48,12 +48,12 @@ from typing import Any
 
 import numpy as np
 
-from . import levels
+from . import levels, warmup
 from .atomic import atomic_write_text
 from .load import LoadMeter
 from .reference import PymunkTwin
 from .reference import versions as reference_versions
-from .sim import cores, kernels, warmup
+from .sim import cores, kernels
 from .sim.world import World
 
 # Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.
@@ -658,7 +658,7 @@ def time_startup(level: str = STARTUP_LEVEL, runs: int = 3,
         # Warm: as after a first start whose warm-up ran to the end (it marks the cache
         # full); a run closed after one frame stops its warm-up before that.
         from .app.main import KERNEL_EXTRAS, kernel_dtypes
-        fill = [sys.executable, "-m", "sandbox.sim.warmup", "--dtypes",
+        fill = [sys.executable, "-m", "sandbox.warmup", "--dtypes",
                 ",".join(kernel_dtypes(levels.load_level(levels.find_level(level)).world
                                        .dtype)), "--contact-dtypes", "float64"]
         for spec in KERNEL_EXTRAS:
@@ -1110,7 +1110,7 @@ def print_report(report: dict, out=sys.stdout) -> None:
               f"{startup['cold_s']:.2f} s [{runs(startup['cold_runs'])}], warm "
               f"{startup['warm_s']:.2f} s [{runs(startup['warm_runs'])}]")
             if "compile_cpu_s" in startup:
-                p(f"every kernel compiled from an empty cache (python -m sandbox.sim.warmup,"
+                p(f"every kernel compiled from an empty cache (python -m sandbox.warmup,"
                   f" as a first start's child): {startup['compile_wall_s']:.0f} s wall, "
                   f"{startup['compile_cpu_s']:.0f} s CPU")
     p("")

@@ -688,7 +688,7 @@ def test_backend_switch():
 
 
 def test_warm_up_compiles_every_kernel_for_both_float_types():
-    from sandbox.sim import warmup
+    from sandbox import warmup
     warmup.warm_up()
     for f, arg in ((solver.begin, 0), (pair_list, 0), (solver.project, 0), (solver.finish, 0),
                    (moved_less, 0), (any_moving, 2)):

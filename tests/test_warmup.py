@@ -4,8 +4,9 @@ and the thread policy of the compiled sweep. Correctness only: times live in the
 import numpy as np
 import pytest
 
+from sandbox import warmup
 from sandbox.load import LoadMeter
-from sandbox.sim import backend, cores, kernels, warmup
+from sandbox.sim import backend, cores, kernels
 from sandbox.sim import builders as B
 from sandbox.sim.world import World, WorldConfig
 

@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 import pygame
 
+from .. import warmup
 from ..load import LoadMeter
-from ..sim import backend, cores, warmup
+from ..sim import backend, cores
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import files
@@ -844,7 +845,7 @@ class App:
 # --------------------------------------------------------------------------- run_app
 
 def start_kernels(dtype: str = "float64", small: bool = False):
-    """Make the compiled kernels ready behind the first frames (``sim/warmup.py``):
+    """Make the compiled kernels ready behind the first frames (``sandbox/warmup.py``):
     the level's float type first, then the other; contacts in float64 (every shipped
     level with contacts is float64); the drawing and strain kernels in the same child.
     Until they are ready every world runs its numpy reference (the same numbers) and the

@@ -126,7 +126,7 @@ def drop_stale_kernels() -> int:
                     dropped += 1
                 except OSError:                           # pragma: no cover
                     pass
-        # And the warm-up's marks that the cache was full (sim/warmup.py): it no longer
+        # And the warm-up's marks that the cache was full (sandbox/warmup.py): it no longer
         # is, so the next start takes the compiling path and says so.
         for f in _marker_dir().glob("sandbox-warm-*"):
             try:

@@ -12,7 +12,7 @@ the kernels, bit for bit: the tests compare them), then all of them switch to th
 compiled kernels between two calls (``backend.set_ready``). How:
 
 1. If the kernels are not known to be in the cache (a first start, or the kernel
-   sources changed), a child process (``python -m sandbox.sim.warmup``, at a lower
+   sources changed), a child process (``python -m sandbox.warmup``, at a lower
    priority) compiles them and fills the disk cache: 35-50 s on a 2-core machine, on
    the other core, with this process's interpreter lock untouched. It does the
    constraint and Verlet kernels first (~10 s a float type: list the level's type
@@ -46,10 +46,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backend, kernels
-from .world import World, WorldConfig
+from .sim import backend, kernels
+from .sim.world import World, WorldConfig
 
-ROOT = Path(__file__).resolve().parents[2]       # the folder holding the sandbox package
+ROOT = Path(__file__).resolve().parents[1]       # the folder holding the sandbox package
 #: With a warm cache, seconds the loading thread leaves the first frames alone.
 WARM_DELAY_S = 1.5
 
@@ -127,13 +127,13 @@ def _cache_dir() -> Path:
     ``backend.drop_stale_kernels`` clears the marks here with the kernels."""
     if backend.INSTALLED:
         return backend._marker_dir()
-    return Path(__file__).resolve().parent / "__pycache__"   # pragma: no cover
+    return Path(backend.__file__).resolve().parent / "__pycache__"   # pragma: no cover
 
 
 def _fingerprint(dtypes, contact_dtypes, extra) -> str:
     """What a filled cache was filled for: the kernel sources, the versions, the types."""
     h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
+    here = Path(backend.__file__).resolve().parent      # the core, sandbox/sim
     # Every module of the core: a list of names went stale when modules moved.
     for src in sorted(here.rglob("*.py")):
         h.update(src.relative_to(here).as_posix().encode())
@@ -141,6 +141,7 @@ def _fingerprint(dtypes, contact_dtypes, extra) -> str:
             h.update(src.read_bytes())
         except OSError:                                # pragma: no cover
             pass
+    h.update(Path(__file__).read_bytes())           # and the warm-up's own scenes
     for spec in extra:
         mod = importlib.util.find_spec(spec.partition(":")[0])
         if mod is not None and mod.origin:
@@ -265,7 +266,7 @@ class Warmup:
         self.ready_parts.add(part)
 
     def _compile_in_child(self) -> None:
-        cmd = [sys.executable, "-m", "sandbox.sim.warmup", "--dtypes", ",".join(self.dtypes),
+        cmd = [sys.executable, "-m", "sandbox.warmup", "--dtypes", ",".join(self.dtypes),
                "--contact-dtypes", ",".join(self.contact_dtypes) or "none"]
         for spec in self.extra:
             cmd += ["--extra", spec]
@@ -328,7 +329,7 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
 
 def _main(argv=None) -> int:
     """The child process of :func:`start_background`: fill the disk cache, then exit."""
-    ap = argparse.ArgumentParser(prog="python -m sandbox.sim.warmup",
+    ap = argparse.ArgumentParser(prog="python -m sandbox.warmup",
                                  description="compile the physics kernels into numba's cache")
     ap.add_argument("--dtypes", default="float64,float32")
     ap.add_argument("--contact-dtypes", default="float64")
