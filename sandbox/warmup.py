@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import levels
 from .sim import backend, kernels
-from .sim.world import World, WorldConfig
 
 ROOT = Path(__file__).resolve().parents[1]       # the folder holding the sandbox package
 #: With a warm cache, seconds the loading thread leaves the first frames alone.
@@ -86,29 +86,20 @@ def _extras(extra) -> None:
         getattr(importlib.import_module(mod), fn)()
 
 
+#: The warm-up's scenes (``levels/test/``): every shape type, walls and particle pairs;
+#: the same with 400 more balls and 64 shapes, which takes the shape grid's broad phase.
+WARM_SCENES = ("warm_contacts", "warm_crowd")
+
+
 def _contacts(dtypes) -> None:
-    """Compile (or load from the disk cache) every contact kernel on a tiny scene: one
-    shape of each type, bounds, particle pairs, restitution and friction, for worlds of
-    the float types ``dtypes``, through the brute-force and the grid broad phase, in
-    whole compiled frames and substep by substep (a grabbed particle)."""
+    """Compile (or load from the disk cache) every contact kernel on the level files of
+    :data:`WARM_SCENES`, for worlds of the float types ``dtypes``, in whole compiled
+    frames and substep by substep (a grabbed particle)."""
     for dtype in (np.dtype(d).name for d in dtypes):
-        for crowd in (False, True):     # 400 particles x 64 shapes: the grid broad phase
-            w = World(WorldConfig(dtype=dtype, substeps=2, iterations=1, restitution=0.5,
-                                  friction=0.3, collide_particles=True,
-                                  bounds=(-2.0, -2.0, 2.0, 4.0)))
+        for scene in WARM_SCENES:
+            level = levels.load_level(levels.LEVELS_DIR / "test" / f"{scene}.toml")
+            w = levels.build_world(levels.with_world(level, dtype=dtype))
             w.colliders.backend = "numba"
-            w.add_particles([[0.0, 0.5], [0.05, 0.62], [1.0, 0.5], [-1.0, 0.1]],
-                            v=[[0.0, -3.0]] * 4, radius=0.06)
-            w.add_shape("circle", center=(0.0, 0.0), radius=0.3)
-            w.add_shape("segment", a=(-2.0, -1.0), b=(2.0, -0.5), thickness=0.02)
-            w.add_shape("polygon", points=[(0.8, 0.0), (1.2, 0.0), (1.0, 0.4)])
-            w.add_shape("box", min=(-1.3, -0.2), max=(-0.7, 0.0))
-            if crowd:
-                k = np.arange(400)
-                w.add_particles(np.stack([-1.5 + 0.15 * (k % 20), 0.8 + 0.15 * (k // 20)], 1),
-                                radius=0.05)
-                for c in range(60):
-                    w.add_shape("circle", center=(-1.9 + 0.06 * c, -1.8), radius=0.02)
             for _ in range(3):
                 w.step(1 / 60)
             # A hand on a particle: the substep path's stages (solver.begin, project,
