@@ -55,6 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import backend
+from .integrators import INTEGRATORS, get_integrator
 
 #: The most rigid links a world may have for "lagrange" and "rattle". Measured (2-core
 #: Xeon, compiled): a 300-link chain costs 2.6 ms a frame of 10 RATTLE substeps and 3.1
@@ -86,11 +87,6 @@ class ConstraintMethod:
     symplectic_with: tuple[str, ...] = ()
 
 
-#: Integrators RATTLE (velocity form) and SHAKE (position form) apply to.
-RATTLE_FORMS = {"velocity_verlet": "RATTLE", "leapfrog": "RATTLE",
-                "symplectic_euler": "SHAKE (symplectic Euler)", "verlet": "SHAKE",
-                "tcv": "SHAKE", "tcv_corrected": "SHAKE"}
-
 #: Every constraint method, in the order a hotkey cycles through them.
 CONSTRAINT_METHODS: dict[str, ConstraintMethod] = {m.name: m for m in (
     ConstraintMethod("xpbd", "XPBD",
@@ -101,7 +97,8 @@ CONSTRAINT_METHODS: dict[str, ConstraintMethod] = {m.name: m for m in (
                      "constrained equations, with a projection against drift"),
     ConstraintMethod("rattle", "RATTLE / SHAKE",
                      "the symplectic constrained integrators: energy bounded, links held to "
-                     "a tolerance", tuple(RATTLE_FORMS)),
+                     "a tolerance",
+                     tuple(name for name, integ in INTEGRATORS.items() if integ.constrained_form)),
 )}
 
 
@@ -131,7 +128,6 @@ def describe(method: str, integrator, rigid_links: bool = True) -> Combination:
     """The :class:`Combination` of ``method`` and ``integrator`` (a name or an
     :class:`~sandbox.sim.integrators.Integrator`). Without rigid links the method does
     nothing and the integrator alone decides (``rigid_links=False``)."""
-    from .integrators import get_integrator
     integ = get_integrator(integrator)
     name = integ.name
     if method not in CONSTRAINT_METHODS:
@@ -142,8 +138,8 @@ def describe(method: str, integrator, rigid_links: bool = True) -> Combination:
     if method == "xpbd":
         return Combination(method, name, "XPBD", False,
                            "the projection decides the motion and damps it")
-    if method == "rattle" and name in RATTLE_FORMS:
-        return Combination(method, name, RATTLE_FORMS[name], True,
+    if method == "rattle" and integ.constrained_form:
+        return Combination(method, name, integ.constrained_label or integ.constrained_form, True,
                            "" if integ.order_variable == integ.order else
                            "symplectic at a fixed step")
     note = (f"{integ.label} has no symplectic constrained form: Lagrange multipliers"
@@ -590,7 +586,7 @@ def uses_multipliers(world) -> bool:
     "lagrange", or "rattle" with an integrator that has no RATTLE/SHAKE form)."""
     method = world.config.constraint_method
     return method == "lagrange" or (method == "rattle"
-                                    and world.integrator.name not in RATTLE_FORMS)
+                                    and world.integrator.constrained_form is None)
 
 
 def constrained_accel(world):
@@ -624,7 +620,7 @@ def adopt(world) -> None:
     p.a_valid = False
 
 
-def _rattle(p, h, accel, rl, opt) -> None:
+def _rattle(p, h, accel, rl, opt, integ) -> None:
     """RATTLE (velocity Verlet's constrained form); see the module docstring."""
     a = p.a if p.a_valid else accel(p.x, p.v)
     x0 = p.x.copy()
@@ -646,7 +642,7 @@ def _shake(p, h, accel, rl, opt, integ) -> None:
     x0 = p.x.copy()
     h_old = p.h_prev
     if integ.position_based:
-        r, ca = integ._coefficients(h, h_old)
+        r, ca = integ.position_coefficients(h, h_old)
         back = x0 - p.x_prev
         x = x0 + r * back + ca * a
     else:                                            # symplectic Euler: x+ = x + h v+
@@ -660,6 +656,10 @@ def _shake(p, h, accel, rl, opt, integ) -> None:
     rl.project_velocities(x, v)
     p.x_prev, p.x, p.v = x0, x, v
     p.a, p.a_valid, p.h_prev = a, False, h
+
+
+#: The constrained step of each form (an integrator's ``constrained_form``).
+CONSTRAINED_STEPS = {"RATTLE": _rattle, "SHAKE": _shake}
 
 
 def substep(world, hs: float) -> None:
@@ -682,10 +682,7 @@ def substep(world, hs: float) -> None:
             integ.step(p, hs, accel)
         project = opt.stabilise == "projection"
     else:
-        if integ.name in ("velocity_verlet", "leapfrog"):
-            _rattle(p, hs, world.accel, rl, opt)
-        else:
-            _shake(p, hs, world.accel, rl, opt, integ)
+        CONSTRAINED_STEPS[integ.constrained_form](p, hs, world.accel, rl, opt, integ)
         project = False                              # the step holds the links itself
     ledger = world.ledger is not None
     if ledger:
