@@ -671,7 +671,7 @@ def substep(world, hs: float) -> None:
     rl = links(world)
     opt = options(world)
     h_old = p.h_prev
-    has_contacts = world._has_contacts
+    has_contacts = world.has_contacts
     mouse = world.mouse
     v_old = p.v.copy() if has_contacts else None
     if uses_multipliers(world):

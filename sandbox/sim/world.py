@@ -33,7 +33,7 @@ import numpy as np
 from . import backend, kernels, lagrange
 from .colliders import Colliders
 from .constraints import Constraints
-from .forces import PressureBody, Springs, nbody_potential, point_gravity
+from .forces import PressureBody, Springs, UniformField, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, can_overwrite, get_integrator
 from .mouse import G_REF, MouseSpring, component
 from .particles import Particles, state_hash
@@ -50,7 +50,7 @@ class SimulationDiverged(RuntimeError):
                          f"h = {h * 1e3:.3f} ms: {reason}")
 
 
-#: No cached gravity field yet: no rows to compare (``World._back_up``).
+#: No gravity field kept yet: no rows to compare (``World._back_up``).
 _NO_ROWS = np.zeros(0, np.bool_)
 
 
@@ -112,9 +112,8 @@ class World:
         self.constraints = Constraints()
         self.colliders = Colliders()
         self._exclude: tuple[tuple, np.ndarray] | None = None
-        self._uniform: tuple | None = None     # cached gravity field (see _uniform_accel)
+        self.gravity_field = UniformField()    # gravity on the movable rows, kept
         self._lam: np.ndarray | None = None    # scratch multipliers (see _multipliers)
-        self._uniform_checked = False
         self._backup: tuple | None = None      # the state before a step, buffers reused
         self._lane: tuple | None = None        # a contact frame's arguments (_lane_holds)
         self.springs = Springs()
@@ -231,8 +230,8 @@ class World:
     def accel(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned rows."""
         p, cfg = self.particles, self.config
-        uniform = self._uniform_accel(x)
-        if self._gravity_only:
+        uniform = self.gravity_field.get(cfg.gravity, x, p.inv_mass)
+        if self.gravity_only:
             return uniform          # read-only: nobody may scribble on the shared field
         a = np.zeros_like(x)
         if cfg.drag:
@@ -249,43 +248,22 @@ class World:
         return a
 
     @property
-    def _gravity_only(self) -> bool:
+    def gravity_only(self) -> bool:
         """True when the acceleration is the uniform gravity field alone."""
         cfg = self.config
         return not (cfg.drag or cfg.G or len(self.springs) or self.pressure)
 
     @property
-    def _has_contacts(self) -> bool:
+    def has_contacts(self) -> bool:
         """True when particles may touch walls, shapes or each other."""
         cfg = self.config
         return bool(cfg.bounds is not None or cfg.collide_particles or len(self.colliders))
 
-    def _uniform_accel(self, x: np.ndarray) -> np.ndarray:
-        """Gravity on the movable rows, zero on pinned ones, cached while neither changes.
-
-        Filling and masking a 40,000-row field cost 0.4 ms a substep, a fifth of the
-        200x200 cloth's physics; comparing the mask to the cached one costs a tenth, so
-        within a step (pins and grabs change between frames) it is compared once.
-        """
-        key = (tuple(self.config.gravity), x.shape, x.dtype.str)
-        c = self._uniform
-        if c is not None and c[0] == key and self._uniform_checked:
-            return c[2]             # checked once a frame: pins change between frames
-        movable = self.particles.inv_mass > 0
-        self._uniform_checked = True
-        if c is None or c[0] != key or not np.array_equal(c[1], movable):
-            a = np.empty_like(x)
-            a[:] = self.config.gravity
-            a *= movable[:, None]
-            a.flags.writeable = False
-            self._uniform = c = (key, movable, a)
-        return c[2]
-
     def _back_up(self) -> tuple[tuple, bool]:
         """The state before a step ``(State, inv_mass)``, into the same buffers every
         frame (see ``State.copy``; never aliased with the particles' arrays), and
-        whether the rows free to move are still those of the cached gravity field
-        (:meth:`_uniform_accel` then need not compare them again this step).
+        whether the rows free to move are still those of the kept gravity field
+        (``gravity_field`` then need not compare them again this step).
 
         One compiled pass (``kernels.back_up``) where the arrays fit it, else numpy."""
         p = self.particles
@@ -301,8 +279,8 @@ class World:
                     == state.v.dtype == state.x_prev.dtype == bw.dtype
                     and x.flags.c_contiguous and v.flags.c_contiguous
                     and xp.flags.c_contiguous and w.flags.c_contiguous):
-                c = self._uniform
-                return b, self._back_up_into(b, c[1] if c is not None else _NO_ROWS)
+                movable = self.gravity_field.movable
+                return b, self._back_up_into(b, _NO_ROWS if movable is None else movable)
         state = p.copy(into=b[0] if b else None)
         bw = b[1] if b else None
         if bw is None or bw.shape != w.shape or bw.dtype != w.dtype:
@@ -345,7 +323,8 @@ class World:
         if ledger is not None:
             e0 = self.energy()["total"]
             self._solver_step = 0.0
-        self._uniform_checked = pins_kept
+        field = self.gravity_field
+        field.checked = pins_kept
         try:
             with np.errstate(all="ignore"):
                 if self.config.constraint_method != "xpbd":
@@ -357,7 +336,7 @@ class World:
         except FloatingPointError:        # pragma: no cover - errstate ignores them
             pass
         finally:
-            self._uniform_checked = False      # outside a step every call checks
+            field.checked = False      # outside a step every call checks
         self._step_end(backup, h)
         if ledger is not None:
             change = self.energy()["total"] - e0
@@ -396,14 +375,15 @@ class World:
         The backup and the finite check after the frame read and wrote the whole state
         twice: 0.17 ms a frame of the 200x200 cloth in float32, 0.3 in float64."""
         cfg = self.config
-        if cfg.constraint_method != "xpbd" or self._has_contacts or not len(self.constraints):
+        if cfg.constraint_method != "xpbd" or self.has_contacts or not len(self.constraints):
             return False
-        self._uniform_checked = False             # no backup compared the pins
+        field = self.gravity_field
+        field.checked = False                     # no backup compared the pins
         try:
             if not self._frame_compiled(h / cfg.substeps, cfg.substeps, h):
                 return False
         finally:
-            self._uniform_checked = False         # outside a step every call checks
+            field.checked = False                 # outside a step every call checks
         self._step_done()
         return True
 
@@ -423,8 +403,9 @@ class World:
         if not self._lane_holds(lane, hs):
             return False
         backup = self._backup
-        _, movable, a = self._uniform
-        if not self._back_up_into(backup, movable):
+        field = self.gravity_field
+        a = field.a
+        if not self._back_up_into(backup, field.movable):
             return False
         self._frame_end(self.colliders.run_frame(p, a, lane[2]), a, hs, cfg.substeps)
         self._step_end(backup, h, contiguous=True)
@@ -447,10 +428,10 @@ class World:
         """
         p, cfg, integ = self.particles, self.config, self.integrator
         self._lane = None
-        contacts = self._has_contacts
+        contacts = self.has_contacts
         if not (self.compile_frames and kernels.AVAILABLE
                 and (len(self.constraints) or contacts)
-                and self._gravity_only and self.mouse is None and self.ledger is None):
+                and self.gravity_only and self.mouse is None and self.ledger is None):
             return False
         # The integrator's own frame: its coefficients, or None when it has no compiled
         # frame (all but the position-based family, or one held to numpy).
@@ -462,7 +443,8 @@ class World:
                 if len(self.constraints) else None)
         if args is None and (len(self.constraints) or not contacts):
             return False
-        a = self._uniform_accel(x)
+        field = self.gravity_field
+        a = field.get(cfg.gravity, x, p.inv_mass)
         if not (x.flags.c_contiguous and x.dtype == a.dtype == p.v.dtype
                 and can_overwrite(p.x_prev, x) and can_overwrite(p.v, x, p.x_prev)):
             return False
@@ -476,7 +458,7 @@ class World:
             if fargs is None:
                 return False
             swapped = self.colliders.run_frame(p, a, fargs)
-            if self._uniform is not None and a is self._uniform[2]:
+            if a is field.a:
                 self._lane = (self._lane_objects(), self._lane_numbers(hs), fargs)
         else:
             *arrays, perm, min_parallel = args        # links in the grid layout's slots
@@ -516,7 +498,7 @@ class World:
         x, xp = (p.x, p.x_prev) if id(p.x) < id(p.x_prev) else (p.x_prev, p.x)
         return (self.config, integ, getattr(integ, "backend", None), c, c.i, c._flat,
                 c.backend, col, col._frame_args, col._table, col.backend, p, x, xp, p.v,
-                p.inv_mass, p.radius, self._uniform, self._lam, self._exclude, self._backup,
+                p.inv_mass, p.radius, self.gravity_field.a, self._lam, self._exclude, self._backup,
                 self.mouse, self.ledger, self.compile_frames, self.started,
                 backend.usable("kernels"), backend.usable("contacts"))
 
@@ -536,7 +518,7 @@ class World:
     def _substep(self, hs: float, last: bool = True) -> None:
         p, cfg = self.particles, self.config
         h_old = p.h_prev
-        has_contacts = self._has_contacts
+        has_contacts = self.has_contacts
         mouse = self.mouse
         corrected = bool(len(self.constraints) or has_contacts or mouse is not None)
         # Position-based integrators fold corrections by finishing their velocity
