@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from sandbox.reference import pymunk_shape
 from sandbox.sim import colliders as C
+from sandbox.sim import pipeline
 from sandbox.sim.world import World, WorldConfig
 
 #: Chipmunk's MAGIC_EPSILON (m): closer than this to a circle's centre, a segment or a
@@ -327,7 +328,7 @@ def _our_drop(theta, e, mu, seconds, method="symplectic_euler"):
     out = []
     for _ in range(int(round(seconds / (10 * STEP)))):
         for _ in range(10):                                     # record every substep
-            w._substep(STEP)
+            pipeline.substep(w, STEP)
             out.append(w.particles.x[0].copy())
     return np.array(out)
 
