@@ -665,10 +665,10 @@ CONSTRAINED_STEPS = {"RATTLE": _rattle, "SHAKE": _shake}
 
 
 class HeldLinks:
-    """The links as "lagrange" and "rattle" hold them, a substep's links stage
-    (``pipeline.substep``): inside the integrator's step (the multipliers' forces in
-    ``a(x, v)``, or RATTLE / SHAKE), back onto them after the contacts and the hand in
-    every pass (:meth:`hold`), the velocities projected onto them at the end
+    """The links as "lagrange" and "rattle" hold them, the links stage of a frame's
+    substeps (``pipeline.substep``): inside the integrator's step (the multipliers'
+    forces in ``a(x, v)``, or RATTLE / SHAKE), back onto them after the contacts and the
+    hand in every pass (:meth:`hold`), the velocities projected onto them at the end
     (:meth:`settle`); with nothing else to correct, Lagrange's projection against drift
     (:meth:`stabilise`)."""
 

@@ -96,9 +96,10 @@ def step(world, h: float) -> None:
         world.start(h)
     scratch = world.scratch
     lane = scratch.lane
-    if lane is not None and kept_frame(world, scratch, lane, h):            # kept
-        return
-    scratch.lane = None
+    if lane is not None:
+        if kept_frame(world, scratch, lane, h):                             # kept
+            return
+        scratch.lane = None
     cfg = world.config
     xpbd = cfg.constraint_method == "xpbd"
     contacts = world.has_contacts
@@ -120,8 +121,9 @@ def step(world, h: float) -> None:
     try:
         with np.errstate(all="ignore"):
             if not (xpbd and contacts and compiled_frame(world, scratch, hs, n, h)):
-                for k in range(n):                                          # substeps
-                    substep(world, hs, last=k == n - 1)
+                links = LINK_STAGES[cfg.constraint_method](world)         # substeps
+                for k in range(n):
+                    substep(world, hs, last=k == n - 1, links=links)
     except FloatingPointError:        # pragma: no cover - errstate ignores them
         pass
     finally:
@@ -348,13 +350,15 @@ def back_up_into(p, backup: tuple, movable: np.ndarray) -> bool:
 
 # --------------------------------------------------------------------------- a substep
 
-def substep(world, hs: float, last: bool = True) -> None:
+def substep(world, hs: float, last: bool = True, links=None) -> None:
     """One numpy substep of ``hs`` s, the module docstring's script. ``last``: the
     frame's last substep (a position-based integrator may leave the velocity of the
-    others unmade when nothing reads it)."""
+    others unmade when nothing reads it). ``links``: the frame's links stage (None:
+    the constraint method's, made for this substep)."""
     p, cfg, integ = world.particles, world.config, world.integrator
     h_old = p.h_prev
-    links = LINK_STAGES[cfg.constraint_method](world)
+    if links is None:
+        links = LINK_STAGES[cfg.constraint_method](world)
     has_contacts, hand = world.has_contacts, world.mouse
     corrected = links.corrects or has_contacts or hand is not None
     velocity = velocity_mode(world, has_contacts, corrected, last) if links.free_step \
@@ -465,15 +469,19 @@ class XPBDLinks:
     hold = None                 # nothing is put back after the other corrections
 
     def __init__(self, world) -> None:
-        self.integrator, self.accel = world.integrator, world.accel
+        self.world, self.integrator, self.accel = world, world.integrator, world.accel
         self.constraints = world.constraints
         #: The links alone make a substep corrected; without any there is no pass.
         self.corrects = bool(len(self.constraints))
-        self.lam = multipliers(world, world.scratch) if self.corrects else None
         self.project = self._project if self.corrects else None
+        self.lam = None
 
     def integrate(self, p, hs: float, velocity: str) -> None:
+        """The integrator's free step of ``hs``; a new substep's multipliers start at
+        zero (:func:`multipliers`)."""
         integrate(self.integrator, p, hs, self.accel, velocity)
+        if self.corrects:
+            self.lam = multipliers(self.world, self.world.scratch)
 
     def _project(self, x: np.ndarray, w: np.ndarray, hs: float) -> None:
         """One pass over the links (``Constraints.project``), ``(x, w, hs)``."""
@@ -487,7 +495,7 @@ class XPBDLinks:
 
 
 #: The links stage of each constraint method (``WorldConfig.constraint_method``), made
-#: for a substep from the world: ``free_step`` (the integrator steps under the free
+#: from the world for a frame's substeps: ``free_step`` (the integrator steps under the free
 #: forces), ``corrects`` (the links alone need ``solve``), ``integrate(p, hs, velocity)``,
 #: ``project(x, w, hs)`` (a pass first among the corrections, or None), ``hold(x)`` (a pass
 #: after them, or None), ``settle(p)`` (after ``finish``) and ``stabilise(p, hs, h_old)``
