@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from sandbox.sim import builders as B
+from sandbox.sim import pipeline
 from sandbox.sim.backend import usable
 from sandbox.sim.collide import solver
 from sandbox.sim.collide.broad import _PairList, any_moving, moved_less, pair_list, particle_pairs
@@ -263,7 +264,7 @@ def test_more_contacts_than_particles_match_the_reference(dtype):
     ref_w, got_w = _both(_crammed, 10, dtype=dtype)
     _assert_same(ref_w, got_w)
     sub = _crammed(dtype)
-    sub.compile_frames = False
+    sub.scratch.compile_frames = False
     sub.start(FRAME)
     for _ in range(10):
         sub.step(FRAME)
@@ -334,7 +335,7 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
                                    _cornered], ids=lambda f: f.__name__)
 def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
     """``Colliders.run_frame`` (a whole frame in ``collide.solver.frame``) against the
-    compiled kernels called substep by substep from Python (``World.compile_frames``
+    compiled kernels called substep by substep from Python (``Scratch.compile_frames``
     off): the same bits, Verlet list carried across frames included. The frame runs
     (counted), and the substep path never calls it."""
     calls = []
@@ -349,8 +350,8 @@ def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
 
 def _forty_frames(build, dtype, monkeypatch, compiled: bool) -> World:
     """40 frames of the scene ``build`` makes, in whole compiled frames or substep by
-    substep (``World.compile_frames``)."""
-    monkeypatch.setattr(World, "compile_frames", compiled)
+    substep (``pipeline.Scratch.compile_frames``)."""
+    monkeypatch.setattr(pipeline.Scratch, "compile_frames", compiled)
     w = build(dtype)
     w.start(FRAME)
     for _ in range(40):
@@ -363,7 +364,7 @@ def _replace(**changes):
 
 
 #: What a person or a script may change between two frames, in order; each must reach
-#: the next compiled frame (``World._lane_holds``: the arguments kept from the frame
+#: the next compiled frame (``pipeline.lane_holds``: the arguments kept from the frame
 #: before are made again).
 _CHANGES = [
     ("nothing", lambda w: None),
@@ -410,7 +411,9 @@ def test_a_frame_kept_from_the_frame_before_follows_every_change(build, monkeypa
 
     monkeypatch.setattr(Colliders, "frame_args", counted)
     ref, got = build(), build()
-    ref._lane_holds = lambda lane, hs: False
+    holds = pipeline.lane_holds
+    monkeypatch.setattr(pipeline, "lane_holds",
+                        lambda world, *a: world is not ref and holds(world, *a))
     for w in (ref, got):
         w.start(FRAME)
     for name, change in _CHANGES:

@@ -15,6 +15,7 @@ import numpy as np
 import pymunk
 import pytest
 
+from sandbox.sim import pipeline
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 
@@ -288,7 +289,7 @@ def _ours_bounces(integrator, e, seconds=4.0):
     ys = []
     for _ in range(int(round(seconds / S.FRAME))):
         for _ in range(SUB):                          # every substep (the apex)
-            w._substep(hs)
+            pipeline.substep(w, hs)
             ys.append(w.particles.x[0, 1] - R_BALL)
     return np.array(ys)
 

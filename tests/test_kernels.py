@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sandbox.sim import builders as B
-from sandbox.sim import kernels
+from sandbox.sim import kernels, pipeline
 from sandbox.sim.constraints import ROPE, Constraints
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
@@ -361,7 +361,7 @@ def test_back_up_copies_every_bit_and_compares_the_movable_rows(dtype):
 
 @needs_numba
 def test_a_world_rolls_back_to_its_backup_when_a_frame_diverges():
-    """The backup a compiled frame starts from (``World._back_up``) is what a diverged
+    """The backup a compiled frame starts from (``pipeline.back_up``) is what a diverged
     frame restores: positions, velocities and the previous positions as they were
     before it, bit for bit, and an error saying so."""
     from sandbox.sim.world import SimulationDiverged
@@ -479,7 +479,7 @@ def test_compiled_frame_equals_the_substep_path(config, dtype, layout, monkeypat
 
     monkeypatch.setattr(kernels, "verlet_frame", counted)
     for compiled in (True, False):
-        monkeypatch.setattr(World, "compile_frames", compiled)
+        monkeypatch.setattr(pipeline.Scratch, "compile_frames", compiled)
         calls.clear()
         w = _scene("auto", dtype=dtype, cloth_last=layout == "grid_last", **config)
         if layout == "plain":
@@ -603,7 +603,7 @@ def test_a_compiled_frame_that_overflows_writes_nothing(dtype, monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(kernels, "verlet_frame", counted)
-    monkeypatch.setattr(World, "_back_up", lambda self: pytest.fail("backed up"))
+    monkeypatch.setattr(pipeline, "back_up", lambda *a: pytest.fail("backed up"))
     w = World(WorldConfig(dtype=dtype, substeps=4))
     B.build_cloth(w, 8, 6, 0.1, pins="top_points")
     free = int(w.add_particles([[3.0, 0.0]])[0])      # no links: one axis overflows alone

@@ -21,6 +21,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sandbox.reference import pymunk_shape
+from sandbox.sim import pipeline
 from sandbox.sim.collide.geometry import box_distance, capsule_distance
 from sandbox.sim.collide.shapes import SHAPE_TYPES
 from sandbox.sim.collide.solver import SKIN
@@ -329,7 +330,7 @@ def _our_drop(theta, e, mu, seconds, method="symplectic_euler"):
     out = []
     for _ in range(int(round(seconds / (10 * STEP)))):
         for _ in range(10):                                     # record every substep
-            w._substep(STEP)
+            pipeline.substep(w, STEP)
             out.append(w.particles.x[0].copy())
     return np.array(out)
 

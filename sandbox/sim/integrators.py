@@ -113,6 +113,14 @@ class Integrator:
     #: the end, for the velocity integrators; the position-based ones take the chord
     #: ``(x - x_prev)/h``, the velocity half a step back (exact under constant force).
     velocity_time: ClassVar[float] = 1.0
+    #: Its symplectic constrained form, what ``constraint_method = "rattle"`` runs with
+    #: it (``lagrange.py``): "RATTLE" (velocity Verlet's kick-drift-kick with the
+    #: constraint forces at both ends), "SHAKE" (its own position update plus the
+    #: constraint force, the velocity projected), or None: it has none, and takes the
+    #: Lagrange multipliers' forces instead.
+    constrained_form: ClassVar[str | None] = None
+    #: What the HUD calls that combination ("" : the form's name).
+    constrained_label: ClassVar[str] = ""
 
     def __repr__(self) -> str:
         return f"<integrator {self.name}: order {self.order}, symplectic={self.symplectic}>"
@@ -171,6 +179,8 @@ class SymplecticEuler(Integrator):
 
     name, label, order, order_variable, symplectic = (
         "symplectic_euler", "Symplectic Euler", 1, 1, True)
+    # SHAKE's first-order member: x+ = x + h v + h^2 (a_f + W J^T lam).
+    constrained_form, constrained_label = "SHAKE", "SHAKE (symplectic Euler)"
 
     def step(self, s, h, accel):
         a = accel(s.x, s.v)
@@ -190,6 +200,7 @@ class VelocityVerlet(Integrator):
 
     name, label, order, order_variable, symplectic = (
         "velocity_verlet", "Velocity Verlet", 2, 2, True)
+    constrained_form = "RATTLE"
     # Position corrections fold as dv = dx/h (the PBD convention, the base class's).
     # dv = 2 dx/h would match a constant constraint force (x moves h^2/2 a_c, v moves
     # h a_c) and halves a lone pendulum's PBD damping, but it over-relaxes coupled
@@ -212,6 +223,7 @@ class Leapfrog(Integrator):
     """
 
     name, label, order, order_variable, symplectic = ("leapfrog", "Leapfrog (KDK)", 2, 2, True)
+    constrained_form = "RATTLE"
 
     def step(self, s, h, accel):
         a = s.a if s.a_valid else accel(s.x, s.v)
@@ -233,7 +245,7 @@ def can_overwrite(a: np.ndarray, *others: np.ndarray) -> bool:
 class _PositionVerlet(Integrator):
     """Shared machinery of the position-based (Störmer) Verlet family.
 
-    State is ``(x, x_prev, h_prev)``; subclasses differ only in ``_coefficients``.
+    State is ``(x, x_prev, h_prev)``; subclasses differ only in ``position_coefficients``.
 
     Start (article 001, eq. 2): ``x_prev = x0 - v0 h + a0 h^2/2``, the Taylor
     expansion of ``x(t - h)``. With it, position Verlet at a fixed step reproduces a
@@ -253,6 +265,7 @@ class _PositionVerlet(Integrator):
     position_based = True
     symplectic = True
     velocity_time = 0.5
+    constrained_form = "SHAKE"
 
     def start(self, s, h, accel):
         a = np.asarray(accel(s.x, s.v), dtype=s.x.dtype)
@@ -290,7 +303,7 @@ class _PositionVerlet(Integrator):
             # Coefficients in the state's float type, as numpy treats Python floats:
             # a float32 world computes in float32 (and vectorises twice as wide).
             f = s.x.dtype.type
-            r, ca = (f(c) for c in self._coefficients(h, h_old))
+            r, ca = (f(c) for c in self.position_coefficients(h, h_old))
             # A world's particles are stepped in place: the new positions overwrite
             # x_prev (each element is read first) and v is rewritten; fresh 40,000-row
             # arrays cost more (page faults) than the arithmetic. A bare state gets new
@@ -335,7 +348,7 @@ class _PositionVerlet(Integrator):
 
     def frame_coefficients(self, h, h_old, n, dtype):
         """``(r, ca, c1, c2)``, arrays of ``n`` in ``dtype``: the coefficients of the
-        position step (:meth:`_coefficients`) and of the velocity
+        position step (:meth:`position_coefficients`) and of the velocity
         (:meth:`velocity_coefficients`) of ``n`` substeps of ``h``, the first after a
         step of ``h_old``, as :meth:`step` and :meth:`finish_velocity` take them substep
         by substep. A world's compiled frames run the integrator with these."""
@@ -345,7 +358,7 @@ class _PositionVerlet(Integrator):
         if out is None:                 # a fixed step asks for the same ones every frame
             f = np.dtype(dtype).type
             olds = [h_old] + [h] * (n - 1)
-            pos = [self._coefficients(h, ho) for ho in olds]
+            pos = [self.position_coefficients(h, ho) for ho in olds]
             vel = [self.velocity_coefficients(h, ho) for ho in olds]
             out = tuple(np.array([f(c[k]) for c in cs], dtype)
                         for cs, k in ((pos, 0), (pos, 1), (vel, 0), (vel, 1)))
@@ -373,14 +386,14 @@ class _PositionVerlet(Integrator):
 
     def _advance(self, x, back, a, h, h_old):
         """``x+ = x + back * r + a * ca`` from the last displacement ``back = x - x_prev``."""
-        r, ca = self._coefficients(h, h_old)
+        r, ca = self.position_coefficients(h, h_old)
         out = a * ca
         out += x
         out += back * r
         return out
 
     @staticmethod
-    def _coefficients(h, h_old):
+    def position_coefficients(h, h_old):
         """``(r, ca)``: the weights of the last displacement and of the acceleration."""
         raise NotImplementedError
 
@@ -396,7 +409,7 @@ class Verlet(_PositionVerlet):
     name, label, order, order_variable = "verlet", "Position Verlet", 2, 0
 
     @staticmethod
-    def _coefficients(h, h_old):
+    def position_coefficients(h, h_old):
         return 1.0, h * h
 
 
@@ -412,7 +425,7 @@ class TimeCorrectedVerlet(_PositionVerlet):
     name, label, order, order_variable = "tcv", "TCV (as published)", 2, 1
 
     @staticmethod
-    def _coefficients(h, h_old):
+    def position_coefficients(h, h_old):
         # TCV as published: first order when h changes.
         return h / h_old, h * h
 
@@ -428,7 +441,7 @@ class TimeCorrectedVerletFixed(_PositionVerlet):
     name, label, order, order_variable = "tcv_corrected", "TCV (corrected)", 2, 2
 
     @staticmethod
-    def _coefficients(h, h_old):
+    def position_coefficients(h, h_old):
         return h / h_old, 0.5 * h * (h + h_old)
 
 

@@ -567,7 +567,7 @@ if INSTALLED:
                      min_parallel, perm, runs, hrest, planar):  # pragma: no cover - compiled
         """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
         force is a fixed field ``a`` and whose only corrections are constraints: what
-        ``World._substep`` does, in one call instead of a few Python calls a substep.
+        ``pipeline.substep`` does, in one call instead of a few Python calls a substep.
 
         Per substep ``s``: the position step (``verlet_positions``; the last substep as
         ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin`` set to

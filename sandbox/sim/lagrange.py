@@ -56,7 +56,7 @@ import numpy as np
 
 from . import backend
 from .constraints import ROPE
-from .integrators import get_integrator
+from .integrators import INTEGRATORS, get_integrator
 
 #: The most rigid links a world may have for "lagrange" and "rattle". Measured (2-core
 #: Xeon, compiled): a 300-link chain costs 2.6 ms a frame of 10 RATTLE substeps and 3.1
@@ -88,11 +88,6 @@ class ConstraintMethod:
     symplectic_with: tuple[str, ...] = ()
 
 
-#: Integrators RATTLE (velocity form) and SHAKE (position form) apply to.
-RATTLE_FORMS = {"velocity_verlet": "RATTLE", "leapfrog": "RATTLE",
-                "symplectic_euler": "SHAKE (symplectic Euler)", "verlet": "SHAKE",
-                "tcv": "SHAKE", "tcv_corrected": "SHAKE"}
-
 #: Every constraint method, in the order a hotkey cycles through them.
 CONSTRAINT_METHODS: dict[str, ConstraintMethod] = {m.name: m for m in (
     ConstraintMethod("xpbd", "XPBD",
@@ -103,7 +98,8 @@ CONSTRAINT_METHODS: dict[str, ConstraintMethod] = {m.name: m for m in (
                      "constrained equations, with a projection against drift"),
     ConstraintMethod("rattle", "RATTLE / SHAKE",
                      "the symplectic constrained integrators: energy bounded, links held to "
-                     "a tolerance", tuple(RATTLE_FORMS)),
+                     "a tolerance",
+                     tuple(name for name, integ in INTEGRATORS.items() if integ.constrained_form)),
 )}
 
 
@@ -143,8 +139,8 @@ def describe(method: str, integrator, rigid_links: bool = True) -> Combination:
     if method == "xpbd":
         return Combination(method, name, "XPBD", False,
                            "the projection decides the motion and damps it")
-    if method == "rattle" and name in RATTLE_FORMS:
-        return Combination(method, name, RATTLE_FORMS[name], True,
+    if method == "rattle" and integ.constrained_form:
+        return Combination(method, name, integ.constrained_label or integ.constrained_form, True,
                            "" if integ.order_variable == integ.order else
                            "symplectic at a fixed step")
     note = (f"{integ.label} has no symplectic constrained form: Lagrange multipliers"
@@ -573,11 +569,12 @@ def links(world) -> RigidLinks:
     # write into them; pins change inv_mass in place. Holding the arrays keeps their
     # identity meaningful (and a deepcopy, the app's ghost, keeps it consistent).
     arrays = (c.i, c.j, c.rest)
-    cache = getattr(world, "_lagrange", None)
+    scratch = world.scratch                 # kept with the step's caches (pipeline.py)
+    cache = scratch.rigid_links
     if (cache is None or any(a is not b for a, b in zip(cache[0], arrays, strict=True))
             or cache[1].n != p.n or not np.array_equal(cache[1].w, p.inv_mass)):
         cache = (arrays, RigidLinks(c.i, c.j, c.rest, p.inv_mass))
-        world._lagrange = cache
+        scratch.rigid_links = cache
     return cache[1]
 
 
@@ -590,13 +587,14 @@ def uses_multipliers(world) -> bool:
     "lagrange", or "rattle" with an integrator that has no RATTLE/SHAKE form)."""
     method = world.config.constraint_method
     return method == "lagrange" or (method == "rattle"
-                                    and world.integrator.name not in RATTLE_FORMS)
+                                    and world.integrator.constrained_form is None)
 
 
-def constrained_accel(world):
-    """``accel(x, v)`` of the world with the links' multiplier forces in it."""
-    rl = links(world)
-    opt = options(world)
+def constrained_accel(world, rl: RigidLinks | None = None, opt: Options | None = None):
+    """``accel(x, v)`` of the world with the links' multiplier forces in it; ``rl`` and
+    ``opt``: the world's :func:`links` and :func:`options`, when already at hand."""
+    rl = links(world) if rl is None else rl
+    opt = options(world) if opt is None else opt
     k = 1.0 / opt.baumgarte_time if opt.stabilise == "baumgarte" else 0.0
 
     def accel(x, v):
@@ -624,7 +622,7 @@ def adopt(world) -> None:
     p.a_valid = False
 
 
-def _rattle(p, h, accel, rl, opt) -> None:
+def _rattle(p, h, accel, rl, opt, integ) -> None:
     """RATTLE (velocity Verlet's constrained form); see the module docstring."""
     a = p.a if p.a_valid else accel(p.x, p.v)
     x0 = p.x.copy()
@@ -646,7 +644,7 @@ def _shake(p, h, accel, rl, opt, integ) -> None:
     x0 = p.x.copy()
     h_old = p.h_prev
     if integ.position_based:
-        r, ca = integ._coefficients(h, h_old)
+        r, ca = integ.position_coefficients(h, h_old)
         back = x0 - p.x_prev
         x = x0 + r * back + ca * a
     else:                                            # symplectic Euler: x+ = x + h v+
@@ -662,58 +660,61 @@ def _shake(p, h, accel, rl, opt, integ) -> None:
     p.a, p.a_valid, p.h_prev = a, False, h
 
 
-def substep(world, hs: float) -> None:
-    """One substep of a world whose constraint method is "lagrange" or "rattle": the
-    integrator's constrained step, then (when there are contacts or a hand) their
-    corrections interleaved with the links' projection, folded into the velocity as
-    XPBD's path does, then the velocities projected onto the links."""
-    p, cfg, integ = world.particles, world.config, world.integrator
-    rl = links(world)
-    opt = options(world)
-    h_old = p.h_prev
-    has_contacts = world._has_contacts
-    mouse = world.mouse
-    v_old = p.v.copy() if has_contacts else None
-    if uses_multipliers(world):
-        accel = constrained_accel(world)
-        if integ.defers_velocity:
-            integ.step(p, hs, accel, velocity="now")
+#: The constrained step of each form (an integrator's ``constrained_form``).
+CONSTRAINED_STEPS = {"RATTLE": _rattle, "SHAKE": _shake}
+
+
+class HeldLinks:
+    """The links as "lagrange" and "rattle" hold them, the links stage of a frame's
+    substeps (``pipeline.substep``): inside the integrator's step (the multipliers'
+    forces in ``a(x, v)``, or RATTLE / SHAKE), back onto them after the contacts and the
+    hand in every pass (:meth:`hold`), the velocities projected onto them at the end
+    (:meth:`settle`); with nothing else to correct, Lagrange's projection against drift
+    (:meth:`stabilise`)."""
+
+    #: The links are inside the step: its velocity is whole at once ("now"), and the
+    #: contacts begin without the start velocities (no bounce at the time of impact).
+    free_step = False
+    corrects = False            # the step holds them: alone they leave nothing to solve
+    project = None              # not a correction among the others: see hold
+
+    def __init__(self, world) -> None:
+        self.world, self.integrator = world, world.integrator
+        self.links = links(world)
+        self.options = options(world)
+        self.multipliers = uses_multipliers(world)
+
+    def integrate(self, p, hs: float, velocity: str = "now") -> None:
+        """The integrator's constrained step of ``hs`` (its velocity made "now")."""
+        integ, rl, opt = self.integrator, self.links, self.options
+        if self.multipliers:
+            accel = constrained_accel(self.world, rl, opt)
+            if integ.defers_velocity:
+                integ.step(p, hs, accel, velocity="now")
+            else:
+                integ.step(p, hs, accel)
         else:
-            integ.step(p, hs, accel)
-        project = opt.stabilise == "projection"
-    else:
-        if integ.name in ("velocity_verlet", "leapfrog"):
-            _rattle(p, hs, world.accel, rl, opt)
-        else:
-            _shake(p, hs, world.accel, rl, opt, integ)
-        project = False                              # the step holds the links itself
-    ledger = world.ledger is not None
-    if ledger:
-        x_before, v_before = p.x.copy(), p.v.copy()
-    if has_contacts or mouse is not None:
-        x_old = p.x_prev
-        if mouse is not None:
-            mouse.begin(x_old)
-        x_pred = p.x.copy()
-        contacts = (world.colliders.begin(p, x_old, cfg, world._exclude_pairs())
-                    if has_contacts else None)
-        for _ in range(max(cfg.iterations, 1)):
-            if contacts is not None:
-                contacts.project(p.x, p.inv_mass)
-            if mouse is not None:
-                mouse.project(p.x, p.inv_mass, hs)
-            rl.project_positions(p.x, tol=opt.tol, max_iter=opt.max_iter)
-        integ.fold(p, p.x - x_pred, hs, h_old)
-        if contacts is not None:
-            contacts.finish(p, integ, v_old, hs, cfg.gravity, sweeps=cfg.iterations)
-        rl.project_velocities(p.x, p.v)
-    elif project:
+            CONSTRAINED_STEPS[integ.constrained_form](p, hs, self.world.accel, rl, opt,
+                                                      integ)
+
+    def hold(self, x: np.ndarray) -> None:
+        """Positions ``x`` back onto the links, to the tolerance."""
+        self.links.project_positions(x, tol=self.options.tol,
+                                     max_iter=self.options.max_iter)
+
+    def settle(self, p) -> None:
+        """The velocities onto the links (``J v = 0``)."""
+        self.links.project_velocities(p.x, p.v)
+
+    def stabilise(self, p, hs: float, h_old: float) -> None:
+        """With the multipliers and ``stabilise="projection"``: positions and velocities
+        onto the links against the integrator's drift (RATTLE and SHAKE hold them)."""
+        if not (self.multipliers and self.options.stabilise == "projection"):
+            return
+        rl, opt, integ = self.links, self.options, self.integrator
         x_pred = p.x.copy()
         if rl.project_positions(p.x, tol=opt.tol, max_iter=opt.max_iter) and \
                 integ.position_based:
             # The estimate v = c1 x+ + ... follows the corrected x+ (as fold does).
             p.v += (p.x - x_pred) * integ.velocity_coefficients(hs, h_old)[0]
         rl.project_velocities(p.x, p.v)
-    if ledger:
-        world._solver_step += world._correction_work(x_before, v_before)
-    p.t += hs

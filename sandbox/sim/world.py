@@ -1,57 +1,34 @@
-"""The world: particles, forces, constraints, static shapes and the one canonical step
-pipeline.
+"""The world: particles, the forces on them, their links, springs and static shapes,
+what a hand and a person do to them, and what they measure.
 
-``World.step(h)`` reads as the script of a frame's physics::
-
-    for each of `substeps` substeps hs = h / substeps:
-        integrator.step(particles, hs, accel)        forces evaluated inside
-        pinned rows never move: inv_mass 0
-        colliders.begin()                              broad phase, swept paths cut at impact
-        repeat `iterations`: constraints.project(); contacts.project(); mouse.project()
-        integrator.fold(corrections)                   into v for integrators that keep it
-        contacts.finish()                              restitution and friction, contact rows
-    non-finite state -> restore the state from before the step, raise SimulationDiverged
-    tearing
-
-With ``constraint_method`` "lagrange" or "rattle" a substep is ``lagrange.substep``
-instead: the links' forces inside the integrator's step (or RATTLE / SHAKE), then the
-contacts and the hand, with the links projected in each iteration.
-
-Configuration is a frozen :class:`WorldConfig`; a hotkey makes a new one with
-``dataclasses.replace`` and hands it to :meth:`World.configure`.
+Building (``add_*``), configuring (a frozen :class:`WorldConfig`; a hotkey makes a new
+one with ``dataclasses.replace`` and hands it to :meth:`World.configure`), the forces
+(:meth:`World.accel`), interaction (grab, drag, pin, cut) and measuring (energy, the
+links' error, the state hash, a read-only view). ``World.step(h)`` checks ``h`` and hands
+the frame to ``pipeline.step``, whose module docstring is the script of a frame's
+physics: which way it runs and the stages of a substep, in order.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import backend, kernels, lagrange
+from . import lagrange, pipeline
 from .collide.colliders import Colliders
 from .constraints import Constraints
-from .forces import PressureBody, Springs, nbody_potential, point_gravity
-from .integrators import INTEGRATORS, Integrator, can_overwrite, get_integrator
+from .forces import PressureBody, Springs, UniformField, nbody_potential, point_gravity
+from .integrators import INTEGRATORS, Integrator, get_integrator
 from .mouse import G_REF, MouseSpring, component
 from .particles import Particles, state_hash
+from .pipeline import SimulationDiverged
 from .view import WorldView
 from .view import view as make_view
 
-
-class SimulationDiverged(RuntimeError):
-    """The state became non-finite (or exploded); the world was left as before the step."""
-
-    def __init__(self, t: float, integrator: str, h: float, reason: str = "non-finite state"):
-        self.t, self.integrator, self.h, self.reason = t, integrator, h, reason
-        super().__init__(f"simulation diverged at t = {t:.4f} s with {integrator}, "
-                         f"h = {h * 1e3:.3f} ms: {reason}")
-
-
-#: No cached gravity field yet: no rows to compare (``World._back_up``).
-_NO_ROWS = np.zeros(0, np.bool_)
+__all__ = ["Body", "SimulationDiverged", "World", "WorldConfig", "integrator_names"]
 
 
 @dataclass(frozen=True)
@@ -111,21 +88,15 @@ class World:
         self.particles = Particles.empty(2, dtype)
         self.constraints = Constraints()
         self.colliders = Colliders()
-        self._exclude: tuple[tuple, np.ndarray] | None = None
-        self._uniform: tuple | None = None     # cached gravity field (see _uniform_accel)
-        self._lam: np.ndarray | None = None    # scratch multipliers (see _multipliers)
-        self._uniform_checked = False
-        self._backup: tuple | None = None      # the state before a step, buffers reused
-        self._lane: tuple | None = None        # a contact frame's arguments (_lane_holds)
+        self.gravity_field = UniformField()    # gravity on the movable rows, kept
+        self.scratch = pipeline.Scratch()      # what stepping keeps: buffers, caches
         self.springs = Springs()
         self.pressure: list[PressureBody] = []
         self.bodies: list[Body] = []
         self.integrator: Integrator = get_integrator(self.config.integrator)
         self.mouse: MouseSpring | None = None      # the hand's spring (see mouse.py)
         self.ledger: dict[str, float] | None = None  # where energy goes (track_energy)
-        self._lagrange: tuple | None = None        # the links' multiplier solver (lagrange.py)
-        self.lagrange_options = lagrange.Options()   # its tolerance and stabilisation
-        self._solver_step = 0.0
+        self.lagrange_options = lagrange.Options()   # Lagrange / RATTLE: tolerance, drift
         self.steps = 0
         self.torn = 0
         self.started = False
@@ -231,8 +202,8 @@ class World:
     def accel(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Acceleration of every particle ``(n, 2)`` m/s^2; zero on pinned rows."""
         p, cfg = self.particles, self.config
-        uniform = self._uniform_accel(x)
-        if self._gravity_only:
+        uniform = self.gravity_field.get(cfg.gravity, x, p.inv_mass)
+        if self.gravity_only:
             return uniform          # read-only: nobody may scribble on the shared field
         a = np.zeros_like(x)
         if cfg.drag:
@@ -249,342 +220,26 @@ class World:
         return a
 
     @property
-    def _gravity_only(self) -> bool:
+    def gravity_only(self) -> bool:
         """True when the acceleration is the uniform gravity field alone."""
         cfg = self.config
         return not (cfg.drag or cfg.G or len(self.springs) or self.pressure)
 
     @property
-    def _has_contacts(self) -> bool:
+    def has_contacts(self) -> bool:
         """True when particles may touch walls, shapes or each other."""
         cfg = self.config
         return bool(cfg.bounds is not None or cfg.collide_particles or len(self.colliders))
 
-    def _uniform_accel(self, x: np.ndarray) -> np.ndarray:
-        """Gravity on the movable rows, zero on pinned ones, cached while neither changes.
-
-        Filling and masking a 40,000-row field cost 0.4 ms a substep, a fifth of the
-        200x200 cloth's physics; comparing the mask to the cached one costs a tenth, so
-        within a step (pins and grabs change between frames) it is compared once.
-        """
-        key = (tuple(self.config.gravity), x.shape, x.dtype.str)
-        c = self._uniform
-        if c is not None and c[0] == key and self._uniform_checked:
-            return c[2]             # checked once a frame: pins change between frames
-        movable = self.particles.inv_mass > 0
-        self._uniform_checked = True
-        if c is None or c[0] != key or not np.array_equal(c[1], movable):
-            a = np.empty_like(x)
-            a[:] = self.config.gravity
-            a *= movable[:, None]
-            a.flags.writeable = False
-            self._uniform = c = (key, movable, a)
-        return c[2]
-
-    def _back_up(self) -> tuple[tuple, bool]:
-        """The state before a step ``(State, inv_mass)``, into the same buffers every
-        frame (see ``State.copy``; never aliased with the particles' arrays), and
-        whether the rows free to move are still those of the cached gravity field
-        (:meth:`_uniform_accel` then need not compare them again this step).
-
-        One compiled pass (``kernels.back_up``) where the arrays fit it, else numpy."""
-        p = self.particles
-        b = self._backup
-        x, v, xp, w = p.x, p.v, p.x_prev, p.inv_mass
-        if b is not None and kernels.AVAILABLE:
-            state, bw = b
-            dt = x.dtype
-            if (x.ndim == 2 and x.shape == v.shape == xp.shape == state.x.shape
-                    == state.v.shape == state.x_prev.shape
-                    and w.shape == bw.shape == x.shape[:1]
-                    and dt == v.dtype == xp.dtype == w.dtype == state.x.dtype
-                    == state.v.dtype == state.x_prev.dtype == bw.dtype
-                    and x.flags.c_contiguous and v.flags.c_contiguous
-                    and xp.flags.c_contiguous and w.flags.c_contiguous):
-                c = self._uniform
-                return b, self._back_up_into(b, c[1] if c is not None else _NO_ROWS)
-        state = p.copy(into=b[0] if b else None)
-        bw = b[1] if b else None
-        if bw is None or bw.shape != w.shape or bw.dtype != w.dtype:
-            bw = w.copy()
-        else:
-            np.copyto(bw, w)
-        self._backup = backup = (state, bw)
-        return backup, False
-
-    def _back_up_into(self, backup: tuple, movable: np.ndarray) -> bool:
-        """The compiled backup into ``backup``'s buffers (they fit: :meth:`_back_up`
-        checked, or a kept lane holds them); whether the movable rows are ``movable``."""
-        p = self.particles
-        state, bw = backup
-        kept = kernels.back_up(p.x, p.v, p.x_prev, p.inv_mass, state.x, state.v,
-                               state.x_prev, bw, movable)
-        p.copy_rest(state)
-        return bool(kept)
-
     # --- stepping -----------------------------------------------------------------------
 
     def step(self, h: float) -> None:
-        """Advance by ``h`` seconds (one frame's step); see the module docstring."""
+        """Advance by ``h`` seconds, one frame's step: ``pipeline.step``, whose module
+        docstring is the script. A state that is no longer finite raises
+        :class:`SimulationDiverged` and is left as it was before the step."""
         if not (isinstance(h, (int, float, np.floating)) and math.isfinite(h) and h > 0):
             raise ValueError(f"step h must be a positive finite number, got {h!r}")
-        if not self.started:
-            self.start(h)
-        lane = self._lane
-        if lane is not None and self._lane_step(lane, h):
-            return
-        if self._links_step(h):
-            return
-        backup, pins_kept = self._back_up()
-        hs = h / self.config.substeps
-        n = self.config.substeps
-        if self.mouse is not None:
-            self.mouse.start_step(n)      # a grab may pin: the field is checked again
-            pins_kept = False
-        ledger = self.ledger
-        if ledger is not None:
-            e0 = self.energy()["total"]
-            self._solver_step = 0.0
-        self._uniform_checked = pins_kept
-        try:
-            with np.errstate(all="ignore"):
-                if self.config.constraint_method != "xpbd":
-                    for _ in range(n):          # Lagrange or RATTLE: see lagrange.py
-                        lagrange.substep(self, hs)
-                elif not self._frame_compiled(hs, n, h):
-                    for k in range(n):
-                        self._substep(hs, last=k == n - 1)
-        except FloatingPointError:        # pragma: no cover - errstate ignores them
-            pass
-        finally:
-            self._uniform_checked = False      # outside a step every call checks
-        self._step_end(backup, h)
-        if ledger is not None:
-            change = self.energy()["total"] - e0
-            ledger["solver"] += self._solver_step
-            ledger["integrator"] += change - self._solver_step
-
-    def _step_end(self, backup: tuple, h: float, contiguous: bool = False) -> None:
-        """After a step's substeps: back to ``backup`` and ``SimulationDiverged`` if
-        some number is no longer finite, else the links torn and the step counted.
-        ``contiguous``: the kernels are in use and the state's arrays C-contiguous (a
-        compiled frame's)."""
-        p = self.particles
-        x, v, xp = p.x, p.v, p.x_prev
-        if not (kernels.all_finite(x, v, xp)
-                if contiguous or (kernels.AVAILABLE and x.flags.c_contiguous
-                                  and v.flags.c_contiguous and xp.flags.c_contiguous)
-                else p.is_finite()):
-            p.restore(backup[0])
-            p.inv_mass[:] = backup[1]
-            raise SimulationDiverged(p.t, self.integrator.name, h)
-        self._step_done()
-
-    def _step_done(self) -> None:
-        """A finite step's end: the links torn, the step counted."""
-        self.torn += self.constraints.tear(self.particles.x, self.config.tear_ratio)
-        self.steps += 1
-
-    def _links_step(self, h: float) -> bool:
-        """A whole step of a world of links and no contacts in one compiled frame
-        (:meth:`_frame_compiled`'s ``kernels.verlet_frame``), without :meth:`step`'s
-        backup: the frame works on copies and writes the state back only when all of
-        it is finite, so a frame that diverges leaves the state as it was
-        (``SimulationDiverged``). False, with nothing done, where the frame does not
-        apply: :meth:`step` goes on.
-
-        The backup and the finite check after the frame read and wrote the whole state
-        twice: 0.17 ms a frame of the 200x200 cloth in float32, 0.3 in float64."""
-        cfg = self.config
-        if cfg.constraint_method != "xpbd" or self._has_contacts or not len(self.constraints):
-            return False
-        self._uniform_checked = False             # no backup compared the pins
-        try:
-            if not self._frame_compiled(h / cfg.substeps, cfg.substeps, h):
-                return False
-        finally:
-            self._uniform_checked = False         # outside a step every call checks
-        self._step_done()
-        return True
-
-    def _lane_step(self, lane: tuple, h: float) -> bool:
-        """A whole step on the contact frame's arguments kept from the frame before
-        (:meth:`_lane_holds`): :meth:`step`'s work in its order (the backup, the
-        compiled frame, the finite check, tearing) without what the kept arguments
-        settle (the backup's buffers fit, no hand, no ledger, no other force; the
-        compiled frame raises no floating-point warning). False, with nothing done but
-        the backup, when they do not hold or a pin changed: :meth:`step` goes on.
-
-        After a frame of drawing, the soft blob's Python around its compiled frame
-        (median of 200 frames): ~87 us making the arguments every frame, ~57 keeping
-        them but on the full path, 34-42 on this one."""
-        cfg, p = self.config, self.particles
-        hs = h / cfg.substeps
-        if not self._lane_holds(lane, hs):
-            return False
-        backup = self._backup
-        _, movable, a = self._uniform
-        if not self._back_up_into(backup, movable):
-            return False
-        self._frame_end(self.colliders.run_frame(p, a, lane[2]), a, hs, cfg.substeps)
-        self._step_end(backup, h, contiguous=True)
-        return True
-
-    #: Whole frames in one compiled call where :meth:`_frame_compiled` applies; False
-    #: keeps the substep-by-substep path (the tests compare the two bit for bit).
-    compile_frames = True
-
-    def _frame_compiled(self, hs: float, n: int, h: float) -> bool:
-        """Run the frame's ``n`` substeps in one compiled call if this world is the
-        common case it covers: a Verlet-family integrator, gravity as the only force,
-        no hand; links only (``kernels.verlet_frame``) or contacts with or without
-        links (``Colliders.frame_args``, ``run_frame``). Returns False (nothing done) otherwise.
-        Links only: ``SimulationDiverged`` for the step ``h``, the state as it was,
-        when the frame's result is not finite (the frame did not write it).
-
-        The substeps of a 1,000-link rope cost ~30 us each in Python calls, five times
-        pymunk's whole step; the compiled frame performs the same operations.
-        """
-        p, cfg, integ = self.particles, self.config, self.integrator
-        self._lane = None
-        contacts = self._has_contacts
-        if not (self.compile_frames and kernels.AVAILABLE
-                and (len(self.constraints) or contacts)
-                and self._gravity_only and self.mouse is None and self.ledger is None):
-            return False
-        # The integrator's own frame: its coefficients, or None when it has no compiled
-        # frame (all but the position-based family, or one held to numpy).
-        coef = integ.compiled_frame(hs, p.h_prev, n, p.x.dtype)
-        if coef is None:
-            return False
-        x = p.x
-        args = (self.constraints.kernel_args(x, p.inv_mass, frame=not contacts)
-                if len(self.constraints) else None)
-        if args is None and (len(self.constraints) or not contacts):
-            return False
-        a = self._uniform_accel(x)
-        if not (x.flags.c_contiguous and x.dtype == a.dtype == p.v.dtype
-                and can_overwrite(p.x_prev, x) and can_overwrite(p.v, x, p.x_prev)):
-            return False
-        f = x.dtype.type
-        lam = self._multipliers()
-        if contacts:
-            fargs = self.colliders.frame_args(p, cfg, self._exclude_pairs(),
-                                              args and args[:-1], lam,
-                                              self.constraints.compliant, coef, hs,
-                                              integ.contact_fold(hs))
-            if fargs is None:
-                return False
-            swapped = self.colliders.run_frame(p, a, fargs)
-            if self._uniform is not None and a is self._uniform[2]:
-                self._lane = (self._lane_objects(), self._lane_numbers(hs), fargs)
-        else:
-            *arrays, perm, min_parallel = args        # links in the grid layout's slots
-            r, ca, c1, c2 = coef
-            kin = np.zeros(0, np.int64)               # no kinematic rows: the mouse is a
-            kin_x = np.zeros((0, 2), x.dtype)         # spring, solved on the substep path
-            if not kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
-                                        f(1.0 / (hs * hs)), lam, self.constraints.compliant,
-                                        max(cfg.iterations, 1), r, ca, c1[-1], c2[-1], kin,
-                                        kin_x, min_parallel, perm):
-                raise SimulationDiverged(p.t, integ.name, h)
-            swapped = False
-        return self._frame_end(swapped, a, hs, n)
-
-    def _frame_end(self, swapped: bool, a: np.ndarray, hs: float, n: int) -> bool:
-        """After a compiled frame of ``n`` substeps of ``hs`` under the gravity field
-        ``a``: the particles' state as the substeps leave it."""
-        p = self.particles
-        if swapped:
-            p.x, p.x_prev = p.x_prev, p.x
-        p.a, p.a_valid, p.h_prev = a, False, hs
-        t = p.t
-        for _ in range(n):
-            t += hs                                   # as n substeps add it
-        p.t = t
-        return True
-
-    def _lane_objects(self) -> tuple:
-        """What a compiled contact frame's arguments were made from, by identity: the
-        settings (frozen, replaced by ``configure``), the integrator, the links'
-        index array and flat tables and the colliders' (rebuilt, never edited, on any
-        change: adding or removing links makes a new index array), the
-        particles' arrays (the positions' two in either order: an odd number of
-        substeps swaps them), the gravity field, the multipliers, the excluded pairs,
-        the backup's buffers, the hand and the energy ledger (none)."""
-        p, c, col, integ = self.particles, self.constraints, self.colliders, self.integrator
-        x, xp = (p.x, p.x_prev) if id(p.x) < id(p.x_prev) else (p.x_prev, p.x)
-        return (self.config, integ, getattr(integ, "backend", None), c, c.i, c._flat,
-                c.backend, col, col._frame_args, col._table, col.backend, p, x, xp, p.v,
-                p.inv_mass, p.radius, self._uniform, self._lam, self._exclude, self._backup,
-                self.mouse, self.ledger, self.compile_frames, self.started,
-                backend.usable("kernels"), backend.usable("contacts"))
-
-    def _lane_numbers(self, hs: float) -> tuple:
-        """What else the arguments were made from, by value: the substep, the step
-        before it, how many springs and pressure bodies (none)."""
-        return hs, self.particles.h_prev, len(self.springs), len(self.pressure)
-
-    def _lane_holds(self, lane: tuple, hs: float) -> bool:
-        """Whether the compiled contact frame's arguments kept in ``lane`` stand: the
-        same objects (the lane holds them, so no id is reused) and the same numbers.
-        After a frame of drawing, the checks, conversions and lookups that made them
-        cost the soft blob ~50 us of Python a frame; these ~10 (under 1 warm)."""
-        return (lane[1] == self._lane_numbers(hs)
-                and all(map(operator.is_, self._lane_objects(), lane[0])))
-
-    def _substep(self, hs: float, last: bool = True) -> None:
-        p, cfg = self.particles, self.config
-        h_old = p.h_prev
-        has_contacts = self._has_contacts
-        mouse = self.mouse
-        corrected = bool(len(self.constraints) or has_contacts or mouse is not None)
-        # Position-based integrators fold corrections by finishing their velocity
-        # estimate afterwards instead of through a copy and a difference of positions,
-        # and skip it in all but the last substep when nothing reads v in between
-        # (velocity forces or contacts): x+ is made from x and x_prev alone.
-        defer = self.integrator.defers_velocity
-        v_needed = (last or has_contacts or bool(cfg.drag or len(self.springs))
-                    or self.ledger is not None)       # (positions are the same either way)
-        mode = "now" if not defer else ("none" if not v_needed else
-                                         "later" if corrected else "now")
-        v_old = p.v.copy() if has_contacts else None
-        if defer:
-            self.integrator.step(p, hs, self.accel, velocity=mode)
-        else:
-            self.integrator.step(p, hs, self.accel)
-        x_old = p.x_prev          # every integrator leaves the pre-step positions there
-        if mouse is not None:
-            mouse.begin(x_old)
-        if corrected:
-            x_pred = p.x.copy() if mode == "now" else None
-            if self.ledger is not None:
-                x_before, v_before = p.x.copy(), None if defer else p.v.copy()
-            contacts = (self.colliders.begin(p, x_old, cfg, self._exclude_pairs(), v_old, hs)
-                        if has_contacts else None)
-            lam = self._multipliers()
-            for _ in range(max(cfg.iterations, 1)):
-                self.constraints.project(p.x, p.inv_mass, hs, lam)
-                if contacts is not None:
-                    contacts.project(p.x, p.inv_mass)
-                if mouse is not None:
-                    mouse.project(p.x, p.inv_mass, hs)
-            if mode == "later":
-                self.integrator.finish_velocity(p, hs, h_old)
-            elif mode == "now":
-                self.integrator.fold(p, p.x - x_pred, hs, h_old)
-            if self.ledger is not None and v_before is None:
-                # A position-based estimate is linear in x+ (v = c1 x+ + ...): the
-                # velocity the prediction implied differs by c1 times the corrections.
-                c1 = self.integrator.velocity_coefficients(hs, h_old)[0]
-                v_before = p.v - (p.x - x_before) * c1
-            if contacts is not None:
-                # After the fold, overwriting the contact rows: nothing is counted twice.
-                contacts.finish(p, self.integrator, v_old, hs, cfg.gravity,
-                                sweeps=cfg.iterations)
-            if self.ledger is not None:
-                self._solver_step += self._correction_work(x_before, v_before)
-        p.t += hs
+        pipeline.step(self, h)
 
     # --- where energy goes ----------------------------------------------------------------
 
@@ -595,50 +250,6 @@ class World:
         contacts and the hand, which XPBD makes inelastically). Off by default: it
         costs two energy evaluations a substep and the substep-by-substep path."""
         self.ledger = {"integrator": 0.0, "solver": 0.0} if on else None
-
-    def _correction_work(self, x_pred: np.ndarray, v_pred: np.ndarray) -> float:
-        """Energy change (J) of a substep's corrections: the state now against the
-        predicted one ``(x_pred, v_pred)``, with the integrator's own velocity on both
-        sides (the one the energy graph reads)."""
-        p = self.particles
-        m = np.where(p.inv_mass > 0, p.mass, 0.0)
-        ke = 0.5 * float(np.sum(m * (np.einsum("ij,ij->i", p.v, p.v)
-                                     - np.einsum("ij,ij->i", v_pred, v_pred))))
-        return ke + self._potential(p.x) - self._potential(x_pred)
-
-    def _potential(self, x: np.ndarray) -> float:
-        """Potential energy (J) of positions ``x``: gravity, n-body, elastic."""
-        p, cfg = self.particles, self.config
-        m = np.where(p.inv_mass > 0, p.mass, 0.0)
-        u = -float(np.sum(m * (x @ np.asarray(cfg.gravity, float))))
-        if cfg.G:
-            u += nbody_potential(x, p.mass, cfg.G, cfg.softening)
-        u += self.springs.potential(x) + self.constraints.potential(x)
-        return u + sum(b.potential(x) for b in self.pressure)
-
-    def _multipliers(self) -> np.ndarray:
-        """The constraints' Lagrange multipliers for a substep, zero for the compliant
-        ones (rigid links never read theirs): kept between substeps, not reallocated."""
-        m = len(self.constraints)
-        lam = self._lam
-        dtype = self.particles.x.dtype
-        if lam is None or lam.size != m or lam.dtype != dtype:
-            self._lam = lam = np.zeros(m, dtype)
-        elif self.constraints.compliant:
-            lam.fill(0.0)
-        return lam
-
-    def _exclude_pairs(self) -> np.ndarray | None:
-        """Sorted keys ``min * n + max`` of particles joined by a constraint: they keep the
-        constraint's distance and never collide with each other."""
-        if not self.config.collide_particles or not len(self.constraints):
-            return None
-        c, n = self.constraints, self.n
-        tag = (id(c.i), id(c.j), len(c), n)
-        if self._exclude is None or self._exclude[0] != tag:
-            keys = np.minimum(c.i, c.j) * n + np.maximum(c.i, c.j)
-            self._exclude = (tag, np.unique(keys))
-        return self._exclude[1]
 
     # --- interaction --------------------------------------------------------------------
 

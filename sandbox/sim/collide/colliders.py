@@ -322,7 +322,7 @@ class Colliders:
         (``compiled_frame``) and its ``contact_fold`` (a position-based one: the frame's
         velocity pass), the links' ``kernel_args`` without their thread setting
         (``links``, or None) and their multipliers ``lam``. A world keeps the result
-        while nothing it was made from changes (``World._lane_holds``).
+        while nothing it was made from changes (``pipeline.lane_holds``).
 
         Everything that stays from frame to frame (the tables, the materials, the
         scratch) is assembled once: a frame of a small scene costs less than the

@@ -1,7 +1,7 @@
 """The contact solver: one substep's contacts with static shapes, walls and other
 particles, in two backends, and a whole frame of them compiled.
 
-One substep (``World._substep`` drives it; Müller et al., "Detailed Rigid Body
+One substep (``pipeline.substep`` drives it; Müller et al., "Detailed Rigid Body
 Simulation with Extended Position Based Dynamics", 2020, sec. 3.5-3.6, and Macklin et
 al., "Small Steps in Physics Simulation", 2019)::
 
@@ -2244,7 +2244,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
           touch_min, margin, brute_pairs, max_cells, collide, exclude, valid, pi, pj,
           pa, pb, nodes, reach, x_ref, pskin, new_skin):  # pragma: no cover - compiled
     """A whole frame of ``rc.size`` substeps of a Verlet-family world with contacts
-    (and links), gravity its only force: what ``World._substep`` does, substep by
+    (and links), gravity its only force: what ``pipeline.substep`` does, substep by
     substep, in one call. The same operations in the same order, so the same bits
     (tested against the substep path), without a dozen Python calls a substep.
 
