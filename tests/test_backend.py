@@ -1,0 +1,54 @@
+"""The one backend seam (``sandbox/sim/backend.py``): one vocabulary that every object that
+chooses between the numpy references and the compiled kernels takes, one function that
+decides, one rule for whether arrays fit a kernel, and numba imported there alone."""
+
+import numpy as np
+import pytest
+
+from sandbox.sim import backend
+
+
+def test_the_choices():
+    assert backend.compiled("numpy") is False
+    assert backend.compiled("auto") == backend.usable("kernels")
+    assert backend.compiled("auto", "contacts") == backend.usable("contacts")
+    with pytest.raises(ValueError, match="'auto', 'compiled', 'numpy'"):
+        backend.compiled("numba-ish")
+    with pytest.raises(ValueError, match="'auto', 'compiled', 'numpy'"):
+        backend.compiled("parallel")        # a thread choice is no backend
+
+def test_auto_follows_the_warm_up_and_compiled_does_not():
+    if not backend.runnable():
+        pytest.skip("numba cannot run here")
+    try:
+        backend.set_ready(False)
+        assert not backend.compiled("auto") and not backend.compiled("auto", "contacts")
+        assert backend.compiled("compiled") and backend.compiled("compiled", "contacts")
+        assert backend.compiled("auto", None)       # a part the warm-up does not hold
+        with backend.loading():
+            assert backend.compiled("auto")
+    finally:
+        backend.set_ready(True)
+    assert backend.compiled("auto")
+
+def test_compiled_says_why_numba_cannot_run(monkeypatch):
+    monkeypatch.setattr(backend, "_numba", None)
+    monkeypatch.setattr(backend, "_failed", "ImportError: broken llvmlite")
+    assert not backend.runnable()
+    assert not backend.compiled("auto", None) and not backend.compiled("numpy")
+    with pytest.raises(RuntimeError, match="broken llvmlite"):
+        backend.compiled("compiled")
+    monkeypatch.setattr(backend, "_failed", None)
+    monkeypatch.setattr(backend, "INSTALLED", False)
+    with pytest.raises(RuntimeError, match="not installed"):
+        backend.compiled("compiled", "contacts")
+
+def test_fits():
+    a = np.zeros((4, 2))
+    assert backend.fits(a) and backend.fits(a, np.ones(4)) and backend.fits(a.astype(np.float32))
+    assert not backend.fits(a, np.ones(4, np.float32))             # two float types
+    assert not backend.fits(a.astype(np.int64))                    # not a float
+    assert not backend.fits(a.astype(np.float16))                  # no kernel for it
+    assert not backend.fits(a.astype(">f8"))                       # not native
+    assert not backend.fits(a, np.zeros((2, 4)).T)                 # not C-contiguous
+    assert not backend.fits(np.zeros((4, 4))[:, ::2])
