@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sandbox.sim import backend
+from sandbox.sim.constraints import Constraints
 
 
 def test_the_choices():
@@ -52,3 +53,17 @@ def test_fits():
     assert not backend.fits(a.astype(">f8"))                       # not native
     assert not backend.fits(a, np.zeros((2, 4)).T)                 # not C-contiguous
     assert not backend.fits(np.zeros((4, 4))[:, ::2])
+
+
+def test_constraints_threads_are_their_own_setting():
+    x = np.array([[0.0, 0.0], [1.2, 0.0]])
+    c = Constraints()
+    c.add([0], [1], x, rest=1.0)
+    c.backend = "compiled" if backend.runnable() else "numpy"
+    c.threads = "everywhere"
+    if backend.runnable():
+        with pytest.raises(ValueError, match="'auto', 'serial', 'parallel'"):
+            c.kernel_args(x, np.ones(2))
+    c.backend, c.threads = "parallel", "auto"
+    with pytest.raises(ValueError, match="backend"):
+        c.kernel_args(x, np.ones(2))
