@@ -2,11 +2,26 @@
 chooses between the numpy references and the compiled kernels takes, one function that
 decides, one rule for whether arrays fit a kernel, and numba imported there alone."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from sandbox.sim import backend
+from sandbox.sim.collide.colliders import Colliders
 from sandbox.sim.constraints import Constraints
+from sandbox.sim.integrators import INTEGRATORS
+from sandbox.sim.lagrange import RigidLinks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_choosing_object_defaults_to_the_vocabulary():
+    assert backend.BACKENDS == ("auto", "compiled", "numpy")
+    settings = [Constraints().backend, Colliders().backend, RigidLinks.backend]
+    settings += [type(m).backend for m in INTEGRATORS.values() if hasattr(type(m), "backend")]
+    assert len(settings) > 3 and set(settings) == {"auto"}
 
 
 def test_the_choices():
@@ -17,6 +32,7 @@ def test_the_choices():
         backend.compiled("numba-ish")
     with pytest.raises(ValueError, match="'auto', 'compiled', 'numpy'"):
         backend.compiled("parallel")        # a thread choice is no backend
+
 
 def test_auto_follows_the_warm_up_and_compiled_does_not():
     if not backend.runnable():
@@ -32,6 +48,7 @@ def test_auto_follows_the_warm_up_and_compiled_does_not():
         backend.set_ready(True)
     assert backend.compiled("auto")
 
+
 def test_compiled_says_why_numba_cannot_run(monkeypatch):
     monkeypatch.setattr(backend, "_numba", None)
     monkeypatch.setattr(backend, "_failed", "ImportError: broken llvmlite")
@@ -43,6 +60,7 @@ def test_compiled_says_why_numba_cannot_run(monkeypatch):
     monkeypatch.setattr(backend, "INSTALLED", False)
     with pytest.raises(RuntimeError, match="not installed"):
         backend.compiled("compiled", "contacts")
+
 
 def test_fits():
     a = np.zeros((4, 2))
@@ -67,3 +85,25 @@ def test_constraints_threads_are_their_own_setting():
     c.backend, c.threads = "parallel", "auto"
     with pytest.raises(ValueError, match="backend"):
         c.kernel_args(x, np.ones(2))
+
+
+def test_only_the_backend_module_imports_numba():
+    """The seam's first rule: every other module asks ``backend`` (no ``import numba``
+    and no ``INSTALLED`` read outside it, but in the two modules being moved on other
+    branches: ``warmup.py`` and ``world.py``)."""
+    users, readers = [], []
+    for f in sorted((ROOT / "sandbox").rglob("*.py")):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        name = f.relative_to(ROOT).as_posix()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "numba"
+                                                    for a in node.names):
+                users.append(name)
+            elif (isinstance(node, ast.ImportFrom) and node.module
+                  and node.module.split(".")[0] == "numba"):
+                users.append(name)
+            elif ((isinstance(node, ast.Attribute) and node.attr == "INSTALLED")
+                  or (isinstance(node, ast.alias) and node.name == "INSTALLED")):
+                readers.append(name)
+    assert set(users) == {"sandbox/sim/backend.py"}
+    assert set(readers) <= {"sandbox/sim/warmup.py", "sandbox/sim/world.py"}
