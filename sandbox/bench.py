@@ -53,7 +53,7 @@ from .atomic import atomic_write_text
 from .load import LoadMeter
 from .reference import PymunkTwin
 from .reference import versions as reference_versions
-from .sim import cores, kernels
+from .sim import backend, cores
 from .sim.world import World
 
 # Offscreen drawing: a plain Surface needs no display, but keep SDL from looking for one.
@@ -1016,7 +1016,7 @@ def run_table(opts: Options, out=sys.stdout) -> dict[str, Any]:
                 "seconds": round(time.perf_counter() - t_run, 1),
                 "quick": opts.quick, "only": opts.only, "rounds": rounds,
                 "frame_h_s": H, "screen_px": list(SCREEN),
-                "numba_available": kernels.AVAILABLE, "warm_up_s": warm,
+                "numba_available": backend.compiled("auto"), "warm_up_s": warm,
                 "renderer": drawer.kind if drawer else "none",
                 "load": opts.load, "load_running_at_end": busy_at_end,
                 "threads": opts.threads, "cref": cref, "startup": startup,

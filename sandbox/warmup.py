@@ -99,7 +99,7 @@ def _contacts(dtypes) -> None:
         for scene in WARM_SCENES:
             level = levels.load_level(levels.LEVELS_DIR / "test" / f"{scene}.toml")
             w = levels.build_world(levels.with_world(level, dtype=dtype))
-            w.colliders.backend = "numba"
+            w.colliders.backend = "compiled"
             for _ in range(3):
                 w.step(1 / 60)
             # A hand on a particle: the substep path's stages (solver.begin, project,

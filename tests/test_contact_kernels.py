@@ -44,7 +44,7 @@ def _assert_same(ref: World, got: World) -> None:
 def _both(build, frames: int, **kw) -> tuple[World, World]:
     """The scene ``build(**kw)`` run ``frames`` frames with each backend."""
     out = []
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         w = build(**kw)
         w.colliders.backend = backend
         w.start(FRAME)
@@ -244,14 +244,14 @@ def test_more_contacts_than_particles_match_the_reference(dtype):
     reference's contacts in its order, and frames (whole, and substep by substep)
     give its positions and velocities, bit for bit."""
     out = {}
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         w = _crammed(dtype)
         w.colliders.backend = backend
         p = w.particles
         x0 = p.x.copy()
         p.x += (0.01 * p.v).astype(dtype)
         out[backend] = (p, w.colliders.begin(p, x0, w.config))
-    (p_ref, ref), (p_got, got) = out["numpy"], out["numba"]
+    (p_ref, ref), (p_got, got) = out["numpy"], out["compiled"]
     np.testing.assert_array_equal(p_got.x, p_ref.x)
     want = [(int(q), g.shapes.kind, bool(t)) for g in ref.groups
             for q, t in zip(g.pi, g.touched, strict=True)]
@@ -631,11 +631,11 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
     config = WorldConfig(bounds=(-4.5, -4.5, 4.5, 4.5), restitution=0.2, friction=0.4,
                          dtype=np.dtype(dtype).name)
     out = {}
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         col.backend = backend
         p = _State((x0 + path).astype(dtype), np.zeros((n, 2), dtype), w, r)
         out[backend] = (p, col.begin(p, x0, config))
-    (p_ref, ref), (p_got, got) = out["numpy"], out["numba"]
+    (p_ref, ref), (p_got, got) = out["numpy"], out["compiled"]
     assert isinstance(ref, Contacts) and isinstance(got, _FlatContacts)
     np.testing.assert_array_equal(p_got.x, p_ref.x)
     np.testing.assert_array_equal(got.dx, ref.dx)
@@ -662,7 +662,7 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
     assert {c[1] for c in want} == {"circle", "segment", "polygon", "box", "wall"}
 
 
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("backend", ["numpy", "compiled"])
 def test_a_non_finite_state_is_restored_by_the_world(backend):
     """A NaN position reaches every kernel before the world notices: the kernels must not
     index out of their arrays (no pairs from a non-finite grid), and the step is undone."""

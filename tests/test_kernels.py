@@ -9,17 +9,18 @@ the same operations in the same order (positions), to round-off where the order 
 import numpy as np
 import pytest
 
+from sandbox.sim import backend as _backend
 from sandbox.sim import builders as B
 from sandbox.sim import kernels, pipeline
 from sandbox.sim.constraints import ROPE, Constraints
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 
-needs_numba = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed")
+needs_numba = pytest.mark.skipif(not _backend.compiled("auto"), reason="numba is not installed")
 
 
 def _scene(backend: str, dtype: str = "float64", cloth_last: bool = False,
-           **config) -> World:
+           threads: str = "auto", **config) -> World:
     """Rigid cloth (runs of every kind), a rope of rope links (pairs that go slack), a
     short chain of sticks (rigid links gathered), a compliant bridge (compliant links
     gathered apart), grabbed and torn during the run; ``cloth_last``: the cloth's
@@ -35,6 +36,7 @@ def _scene(backend: str, dtype: str = "float64", cloth_last: bool = False,
         B.build_cloth(w, 24, 17, 0.1, origin=(-1.0, 2.0), pins="top_points", shear=True,
                       bend=True)
     w.constraints.backend = backend
+    w.constraints.threads = threads
     return w
 
 
@@ -87,7 +89,7 @@ def _check_plan(c, fi, fj, rest, comp, kind, plan, offsets, perm=None):
 
 
 def test_plan_covers_every_link_once_with_valid_runs():
-    w = _scene("numba")
+    w = _scene("compiled", threads="serial")
     c = w.constraints
     fi, fj, rest, comp, kind, plan, offsets = c._flat_batches()
     _check_plan(c, fi, fj, rest, comp, kind, plan, offsets)
@@ -172,7 +174,7 @@ def test_frame_plan_runs_over_the_grid_layout():
     """The compiled frame's plan addresses the slots of the grid layout: the cloth's
     horizontal links become unit-stride runs (no pairs left: the rope is rope links,
     gathered or paired), and the plan still covers every link once."""
-    w = _scene("numba")
+    w = _scene("compiled", threads="serial")
     c = w.constraints
     fi, fj, rest, comp, kind, plan, offsets, perm = c.frame_batches(np.float64, w.n)
     assert perm.size == w.n
@@ -200,8 +202,8 @@ def test_run_kernels_match_the_numpy_reference_bit_for_bit(config, dtype):
     ref = _run(_scene("numpy", dtype, **config))
     assert len(ref.constraints) < initial                 # the cut (and tears) happened
     assert ref.particles.x.dtype == dtype
-    for backend in ("numba", "parallel"):
-        got = _run(_scene(backend, dtype, **config))
+    for threads in ("serial", "parallel"):
+        got = _run(_scene("compiled", dtype, threads=threads, **config))
         # Same operations in the same order (swapping a link's ends and any order
         # within a batch change no bit): serial or over the cores, runs or gathers.
         np.testing.assert_array_equal(got.particles.x, ref.particles.x)
@@ -401,8 +403,8 @@ def test_rigid_links_never_read_their_multiplier():
     out = x.copy()
     c.project(out, np.ones(2), 1 / 60, np.array([np.nan]))
     np.testing.assert_allclose(out, [[0.1, 0.0], [1.1, 0.0]], rtol=0, atol=1e-15)
-    if kernels.AVAILABLE:
-        c.backend = "numba"
+    if _backend.compiled("auto"):
+        c.backend, c.threads = "compiled", "serial"
         out = x.copy()
         c.project(out, np.ones(2), 1 / 60, np.array([np.nan]))
         np.testing.assert_allclose(out, [[0.1, 0.0], [1.1, 0.0]], rtol=0, atol=1e-15)
@@ -532,7 +534,7 @@ def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
     after_release = w.state_hash()
     w.step(1 / 60)                                   # steps on from the restored state
     assert np.isfinite(w.particles.x).all() and w.state_hash() != after_release
-    assert calls or not kernels.AVAILABLE
+    assert calls or not _backend.compiled("auto")
 
 
 
@@ -651,7 +653,7 @@ def test_a_world_steps_its_particles_in_place():
     buffers = {id(w.particles.x), id(w.particles.x_prev)}
     for _ in range(3):
         w.step(1 / 60)
-    if kernels.AVAILABLE:
+    if _backend.compiled("auto"):
         assert {id(w.particles.x), id(w.particles.x_prev)} == buffers
 
 
@@ -692,8 +694,8 @@ def test_uniform_runs_flag_only_runs_of_one_positive_inverse_mass():
             assert out[r] == want
 
 
-def _project(x, w, c, backend):
-    c.backend = backend
+def _project(x, w, c, backend, threads="serial"):
+    c.backend, c.threads = backend, threads
     out = x.copy()
     c.project(out, w, 1 / 60, np.zeros(len(c), x.dtype))
     return out
@@ -714,7 +716,7 @@ def test_even_split_moves_each_end_by_half_the_error(dtype):
     c.add([4], [5], x, rest=0.1)
     w = np.full(6, 3.0, dtype)
     tol = 4 * np.finfo(dtype).eps
-    for backend in ("numpy", "numba") if kernels.AVAILABLE else ("numpy",):
+    for backend in ("numpy", "compiled") if _backend.compiled("auto") else ("numpy",):
         out = _project(x, w, c, backend)
         assert np.isfinite(out).all()
         np.testing.assert_allclose(out[0], [0.15, 0.2], rtol=0, atol=tol)
@@ -749,8 +751,8 @@ def test_mixed_inverse_masses_take_the_same_form_in_kernels_and_reference(dtype)
     h = 1 / 600
     ref = x0.copy()
     c.project_numpy(ref, p.inv_mass, h, np.zeros(len(c), dtype))
-    for backend in ("numba", "parallel"):
-        c.backend = backend
+    for threads in ("serial", "parallel"):
+        c.backend, c.threads = "compiled", threads
         got = x0.copy()
         c.project(got, p.inv_mass, h, np.zeros(len(c), dtype))
         np.testing.assert_array_equal(got, ref)

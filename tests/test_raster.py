@@ -17,10 +17,11 @@ import pytest
 from sandbox.app import raster, render
 from sandbox.app.camera import Camera
 from sandbox.app.render import NEUTRAL_BIN, STRAIN_EDGES, STRAIN_RGB, WorldRenderer, camera_view
+from sandbox.sim import backend as sim_backend
 from sandbox.sim.builders import build_cloth, build_rope
 from sandbox.sim.world import World, WorldConfig
 
-needs_numba = pytest.mark.skipif(not raster.AVAILABLE, reason="numba not installed")
+needs_numba = pytest.mark.skipif(not sim_backend.INSTALLED, reason="numba not installed")
 W, H = 97, 61                                       # odd sizes: no lucky alignment
 
 
@@ -69,7 +70,7 @@ def test_kernel_lights_exactly_the_pixels_of_the_numpy_reference(seed, width):
     p, q = random_segments(rng, 3000)
     colours = rng.integers(1, 2**32, len(p), dtype=np.uint32)   # overlaps: order counts
     a, na = draw("numpy", p, q, colours, width)
-    b, nb = draw("numba", p, q, colours, width)
+    b, nb = draw("compiled", p, q, colours, width)
     assert na == nb
     assert (a != 0).sum() > 0.3 * a.size                 # the test draws something
     assert np.array_equal(a, b)
@@ -83,11 +84,11 @@ def test_kernel_agrees_on_each_awkward_segment_alone():
     p, q = random_segments(rng, 400)
     for k in range(len(p)):
         a, na = draw("numpy", p[k:k + 1], q[k:k + 1], 5)
-        b, nb = draw("numba", p[k:k + 1], q[k:k + 1], 5)
+        b, nb = draw("compiled", p[k:k + 1], q[k:k + 1], 5)
         assert na == nb and np.array_equal(a, b), (p[k], q[k])
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("compiled", marks=needs_numba)])
 def test_lines_are_gapless_and_reach_both_ends(backend):
     rng = np.random.default_rng(3)
     box = np.array([W - 1, H - 1])
@@ -109,7 +110,7 @@ def test_lines_are_gapless_and_reach_both_ends(backend):
             assert pix[ey, ex] == 1
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("compiled", marks=needs_numba)])
 def test_special_segments(backend):
     pix = np.zeros((20, 30), np.uint32)
     raster.segments(pix, [[4.2, 7.0]], [[4.2, 7.0]], 3, backend=backend)      # a point
@@ -132,7 +133,7 @@ def test_special_segments(backend):
     assert pix[19, 29] == 3 and pix.sum() == 3                          # clamped, no wrap
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("compiled", marks=needs_numba)])
 def test_the_last_segment_wins_an_overlap(backend):
     pix = np.zeros((10, 40), np.uint32)
     long = ([[0.0, 5.0]], [[39.0, 5.0]])
@@ -157,16 +158,16 @@ def test_links_with_a_camera_view_and_an_order_agree():
     view = camera_view(cam)
     s = cam.to_screen(x)
     out = {}
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         pix = np.zeros((H, W), np.uint32)
         n = raster.links(pix, x, i, j, colours, view, order, 1, backend)
         out[backend] = pix, n
-    assert out["numpy"][1] == out["numba"][1]
-    assert np.array_equal(out["numpy"][0], out["numba"][0])
+    assert out["numpy"][1] == out["compiled"][1]
+    assert np.array_equal(out["numpy"][0], out["compiled"][0])
     # ... and they are the screen segments of the camera
     ref = np.zeros((H, W), np.uint32)
     raster.segments(ref, s[i[order]], s[j[order]], colours[order], backend="numpy")
-    assert np.array_equal(ref, out["numba"][0])
+    assert np.array_equal(ref, out["compiled"][0])
 
 
 # --------------------------------------------------------------------------- strain
@@ -177,7 +178,7 @@ def test_strain_colours_pick_the_right_bins():
                   0.0, -0.3, 0.01])
     kind = np.array([0] * 11 + [1, 1, 1], np.int8)
     want_bins = [0, 1, 2, 3, 4, 5, 6, 7, 7, 1, 7, 3, 0, 5]
-    for backend in ["numpy"] + (["numba"] if raster.AVAILABLE else []):
+    for backend in ["numpy"] + (["compiled"] if sim_backend.INSTALLED else []):
         colour, order, _ = raster.strain_colours(None, np.zeros(14), np.ones(14),
                                                  np.ones(14), kind, s, STRAIN_EDGES,
                                                  table, NEUTRAL_BIN, backend)
@@ -190,7 +191,7 @@ def test_strain_colours_pick_the_right_bins():
     assert len(STRAIN_RGB[0]) == len(STRAIN_RGB[1]) == len(STRAIN_EDGES) + 1
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("compiled", marks=needs_numba)])
 def test_strain_computed_from_positions_matches_the_constraints(backend):
     rng = np.random.default_rng(5)
     world = World(WorldConfig())
@@ -223,7 +224,7 @@ def test_strain_colours_kernel_equals_numpy():
     a = raster.strain_colours(None, z, z, np.ones(m), kind, s, STRAIN_EDGES, table,
                               NEUTRAL_BIN, "numpy")
     b = raster.strain_colours(None, z, z, np.ones(m), kind, s, STRAIN_EDGES, table,
-                              NEUTRAL_BIN, "numba")
+                              NEUTRAL_BIN, "compiled")
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
@@ -242,7 +243,7 @@ def test_stamp_kernel_equals_numpy():
         a = np.zeros((H, W), np.uint32)
         b = np.zeros((H, W), np.uint32)
         raster.stamp(a, pts, offs, colours, backend="numpy")
-        raster.stamp(b, pts, offs, colours, backend="numba")
+        raster.stamp(b, pts, offs, colours, backend="compiled")
         assert a.any() and np.array_equal(a, b)
 
 
@@ -283,7 +284,7 @@ def test_rendered_world_is_identical_with_and_without_numba(zoom, cols):
     assert (len(c) < 3000) == (cols == 12)
     cam = Camera((320, 200), center=(0.2, 0.6), width=zoom)
     a, oa = _render("numpy", world, cam, ghost=True)
-    b, ob = _render("numba", world, cam, ghost=True)
+    b, ob = _render("compiled", world, cam, ghost=True)
     assert oa["samples"] == ob["samples"] > 0
     # The strain comes from the core's view, the same for both drawing backends.
     np.testing.assert_allclose(oa["strain"], c.strain(world.particles.x), rtol=0, atol=1e-12)
@@ -292,7 +293,7 @@ def test_rendered_world_is_identical_with_and_without_numba(zoom, cols):
     assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("compiled", marks=needs_numba)])
 def test_particles_pins_and_grab_are_drawn(backend):
     world = World(WorldConfig())
     idx = world.add_particles([[0.0, 0.0], [1.0, 0.5], [-1.0, -0.5]], radius=0.0,
@@ -349,10 +350,10 @@ def test_warm_up_and_backend_choice():
     WorldRenderer.warm_up()
     with pytest.raises(ValueError):
         raster.segments(np.zeros((2, 2), np.uint32), [[0, 0]], [[1, 1]], 1, backend="gpu")
-    if not raster.AVAILABLE:
+    if not sim_backend.INSTALLED:
         with pytest.raises(RuntimeError):
             raster.segments(np.zeros((2, 2), np.uint32), [[0, 0]], [[1, 1]], 1,
-                            backend="numba")
+                            backend="compiled")
 
 
 def test_without_numba_the_numpy_path_draws_the_same_scene(monkeypatch):
@@ -363,7 +364,7 @@ def test_without_numba_the_numpy_path_draws_the_same_scene(monkeypatch):
     def forbidden(*a):
         raise AssertionError("kernel called without numba")
 
-    monkeypatch.setattr(raster, "AVAILABLE", False)
+    monkeypatch.setattr(sim_backend, "INSTALLED", False)
     for name in ("_links_kernel", "_strain_colours_kernel", "_stamp_kernel",
                  "_strain_links_kernel", "_screen_kernel", "_draw_kernel"):
         monkeypatch.setattr(raster, name, forbidden)
@@ -374,14 +375,14 @@ def test_without_numba_the_numpy_path_draws_the_same_scene(monkeypatch):
 
 def test_auto_draws_with_numpy_when_numba_turns_out_unusable(monkeypatch):
     """numba is imported when first needed; if that fails (no cache folder anywhere, a
-    broken install), "auto" draws with numpy and "numba" says why."""
+    broken install), "auto" draws with numpy and "compiled" says why."""
     from sandbox.sim import backend
     monkeypatch.setattr(backend, "_numba", None)
     monkeypatch.setattr(backend, "_failed", "ImportError: broken llvmlite")
     assert not raster._use_kernels("auto")
-    if raster.AVAILABLE:
+    if sim_backend.INSTALLED:
         with pytest.raises(RuntimeError, match="broken llvmlite"):
-            raster._use_kernels("numba")
+            raster._use_kernels("compiled")
 
 
 @needs_numba
@@ -399,6 +400,6 @@ def test_stamp_hands_the_kernel_one_colour_type(monkeypatch):
     offs = np.zeros((1, 2), np.int64)
     per_point = np.array([5, 6], np.uint32)
     per_point.flags.writeable = False
-    raster.stamp(pix, pts, offs, per_point, backend="numba")
-    raster.stamp(pix, pts, offs, 7, backend="numba")
+    raster.stamp(pix, pts, offs, per_point, backend="compiled")
+    raster.stamp(pix, pts, offs, 7, backend="compiled")
     assert seen == [(np.dtype(np.uint32), True, True)] * 2

@@ -20,11 +20,12 @@ import pytest
 from sandbox.app import raster
 from sandbox.app.camera import Camera
 from sandbox.app.render import NEUTRAL_BIN, STRAIN_EDGES, WorldRenderer, camera_view
+from sandbox.sim import backend as sim_backend
 from sandbox.sim import view as view_mod
 from sandbox.sim.builders import build_cloth, build_rope
 from sandbox.sim.world import World, WorldConfig
 
-needs_numba = pytest.mark.skipif(not raster.AVAILABLE, reason="numba not installed")
+needs_numba = pytest.mark.skipif(not sim_backend.INSTALLED, reason="numba not installed")
 
 
 def _world(dtype: str = "float64", cols: int = 60, rows: int = 45, seed: int = 0) -> World:
@@ -85,7 +86,7 @@ def test_the_rendered_frame_is_the_numpy_references_bit_for_bit(dtype, camera, p
     cam = Camera((331, 207), center=centre, width=width)
     x = None if positions == "view" else world.particles.x.astype(np.float64) + 0.003
     a, oa, va = _render("numpy", world, cam, x, ghost=True)
-    b, ob, vb = _render("numba", world, cam, x, ghost=True)
+    b, ob, vb = _render("compiled", world, cam, x, ghost=True)
     assert oa["samples"] == ob["samples"] > 0
     assert np.array_equal(a, b)
     assert len(np.unique(a)) > 6                           # several strain colours...
@@ -101,7 +102,7 @@ def test_a_small_world_with_2px_lines_is_the_numpy_references(zoom):
     assert len(world.constraints) < 3000                   # 2 px lines
     cam = Camera((240, 160), center=(0.3, 0.8), width=zoom)
     a, oa, _ = _render("numpy", world, cam, ghost=True)
-    b, ob, _ = _render("numba", world, cam, ghost=True)
+    b, ob, _ = _render("compiled", world, cam, ghost=True)
     assert oa["samples"] == ob["samples"] > 0
     assert np.array_equal(a, b)
 
@@ -125,12 +126,12 @@ def test_every_sample_count_of_the_fast_path_matches_the_reference():
     kk = np.maximum(np.ceil(np.abs(q - p).max(axis=1)).astype(int) + 1, 2)
     assert set(range(2, 16)) <= set(kk.tolist())
     out = {}
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         pix = np.zeros((h, w), np.uint32)
         n = raster.segments(pix, p, q, colours, backend=backend)
         out[backend] = pix, n
-    assert out["numpy"][1] == out["numba"][1] == kk.sum()
-    assert np.array_equal(out["numpy"][0], out["numba"][0])
+    assert out["numpy"][1] == out["compiled"][1] == kk.sum()
+    assert np.array_equal(out["numpy"][0], out["compiled"][0])
 
 
 @needs_numba
@@ -146,7 +147,7 @@ def test_strain_links_is_strain_colours_then_links():
                                              STRAIN_EDGES, table, NEUTRAL_BIN, "numpy")
     n_want = raster.links(want, view.x, view.link_i, view.link_j, colour,
                           camera_view(cam), order, 1, "numpy")
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         got = np.zeros((200, 300), np.uint32)
         n = raster.strain_links(got, view.x, view.link_i, view.link_j, view.link_kind,
                                 strain, STRAIN_EDGES, table, NEUTRAL_BIN, camera_view(cam),
@@ -206,13 +207,13 @@ def test_segments_that_only_touch_the_window_are_drawn_as_the_reference(width):
                   [39.0, 40.0], [0.0, 0.0], [10.0, 60.0], [60.0, 3.0], [5.0, 5.0]])
     colours = np.arange(1, len(p) + 1, dtype=np.uint32)
     out = {}
-    for backend in ("numpy", "numba"):
+    for backend in ("numpy", "compiled"):
         pix = np.zeros((h, w), np.uint32)
         n = raster.segments(pix, p, q, colours, width, backend=backend)
         out[backend] = pix, n
-    assert out["numpy"][1] == out["numba"][1]
-    assert np.array_equal(out["numpy"][0], out["numba"][0])
-    assert out["numba"][0][0, 0] != 0 and out["numba"][0][29, 39] != 0   # the corners
+    assert out["numpy"][1] == out["compiled"][1]
+    assert np.array_equal(out["numpy"][0], out["compiled"][0])
+    assert out["compiled"][0][0, 0] != 0 and out["compiled"][0][29, 39] != 0   # the corners
 
 
 @pytest.mark.parametrize("centre, width", [((0.0, 0.0), 7.5), ((13.7, -4.2), 0.9),

@@ -49,14 +49,14 @@ def _same(a: World, b: World) -> bool:
 def test_the_gate_switches_every_module_at_once(restore_backend):
     backend.set_ready(False)
     backend.set_ready(True, "kernels")                # parts switch on their own
-    assert kernels.AVAILABLE and not backend.usable("contacts")
+    assert backend.compiled("auto") and not backend.usable("contacts")
     backend.set_ready(False)
-    assert not kernels.AVAILABLE and not backend.usable("contacts")
+    assert not backend.compiled("auto") and not backend.usable("contacts")
     with backend.loading():                   # the loading thread may use them
-        assert kernels.AVAILABLE and backend.usable("contacts")
-    assert not kernels.AVAILABLE
+        assert backend.compiled("auto") and backend.usable("contacts")
+    assert not backend.compiled("auto")
     backend.set_ready(True)
-    assert kernels.AVAILABLE and backend.usable("contacts")
+    assert backend.compiled("auto") and backend.usable("contacts")
 
 
 @needs_numba
@@ -91,7 +91,7 @@ def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
     assert h.wait(600), h.error
     assert h.ready and h.done and h.seconds is not None
     assert h.status() == "compiled kernels ready"
-    assert kernels.AVAILABLE
+    assert backend.compiled("auto")
 
 
 @needs_numba
@@ -109,7 +109,7 @@ def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkey
     assert bad.phase == "numpy" and bad.error
     # The child had compiled the constraint kernels before it failed: those switched,
     # the rest stays on the references (still correct) and the status says so.
-    assert bad.ready_parts == {"kernels"} and kernels.AVAILABLE
+    assert bad.ready_parts == {"kernels"} and backend.compiled("auto")
     assert not backend.usable("contacts")
     assert bad.status() == "compiled kernels, numpy contacts (compiling failed)"
 
@@ -125,12 +125,12 @@ def test_a_small_first_world_starts_on_numpy_even_with_a_warm_cache(restore_back
     monkeypatch.setattr(warmup, "WARM_DELAY_S", 0.3)
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False,
                                 numpy_first=True)
-    assert h.warm and not kernels.AVAILABLE         # numpy for the first frames
+    assert h.warm and not backend.compiled("auto")         # numpy for the first frames
     assert h.status() == "loading kernels (numpy meanwhile)"     # and the HUD says so
     assert h.wait(600), h.error
-    assert kernels.AVAILABLE
+    assert backend.compiled("auto")
     big = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
-    assert big.warm and kernels.AVAILABLE           # a big world: compiled at once
+    assert big.warm and backend.compiled("auto")           # a big world: compiled at once
     assert big.status() in ("loading kernels", "compiled kernels ready")
     assert big.wait(600), big.error
 
@@ -312,10 +312,10 @@ w = build_world(load_level(find_level("playground")))
 backend.set_ready(False)                            # the app's first frames: numpy
 w.step(1 / 60)
 assert "numba" not in sys.modules, "numba imported before a kernel was needed"
-assert type(held[0]) is backend.Kernel and not kernels.AVAILABLE
+assert type(held[0]) is backend.Kernel and not backend.compiled("auto")
 
 backend.set_ready(True)
-assert kernels.AVAILABLE and "numba" in sys.modules
+assert backend.compiled("auto") and "numba" in sys.modules
 import numba
 from numba.core.registry import CPUDispatcher
 # Every module's name for a kernel is its dispatcher now, and prange is numba's.

@@ -392,16 +392,17 @@ def test_constraint_error_falls_like_1_over_iterations_and_1_over_substeps_squar
 
 
 def test_compiled_constraint_kernel_matches_the_numpy_reference():
-    from sandbox.sim import kernels
-    if not kernels.AVAILABLE:
+    from sandbox.sim import backend as _backend
+    if not _backend.compiled("auto"):
         pytest.skip("numba is not installed: only the numpy reference runs")
     worlds = []
-    for backend in ("numpy", "numba", "parallel"):
+    for backend, threads in (("numpy", "auto"), ("compiled", "serial"),
+                             ("compiled", "parallel")):
         w = World(WorldConfig(iterations=3, substeps=2, tear_ratio=1.3))
         B.build_cloth(w, 15, 12, 0.1, pins="top_points", shear=True, bend=True,
                       compliance=1e-6)
         B.build_rope(w, (3, 0), (5, 0), 12, kind="rope")
-        w.constraints.backend = backend
+        w.constraints.backend, w.constraints.threads = backend, threads
         settle(w, 1.0)
         worlds.append(w)
     a = worlds[0]
@@ -414,8 +415,8 @@ def test_compiled_constraint_kernel_matches_the_numpy_reference():
 
 @pytest.mark.parametrize("method", ["verlet", "tcv", "tcv_corrected"])
 def test_compiled_verlet_step_matches_the_numpy_reference(method, monkeypatch):
-    from sandbox.sim import kernels
-    if not kernels.AVAILABLE:
+    from sandbox.sim import backend as _backend
+    if not _backend.compiled("auto"):
         pytest.skip("numba is not installed: only the numpy reference runs")
     runs = []
     for backend in ("numpy", "auto"):

@@ -4,7 +4,8 @@ A 200 x 200 cloth has 158,802 links; one ``pygame.draw.line`` call each costs mo
 the physics. Two implementations draw them, with one pixel rule, so that they light the
 same pixels in the same colours (the tests compare them pixel for pixel):
 
-* compiled kernels (numba, when installed): the points mapped to the screen once,
+* compiled kernels (numba, when it can run; ``backend="auto"`` or ``"compiled"``, the
+  vocabulary of ``sim.backend.BACKENDS``): the points mapped to the screen once,
   then one call that bins the links' strain into colours and orders them, and one loop
   over the links that clips and writes each line's pixels (1 px lines inside the window,
   almost all of a cloth in view, unrolled by sample count, without per-sample tests);
@@ -38,7 +39,6 @@ import math
 import numpy as np
 
 from ..sim import backend as _sim
-from ..sim.backend import INSTALLED as AVAILABLE
 from ..sim.backend import njit
 from ..sim.constraints import ROPE
 
@@ -47,156 +47,225 @@ SCREEN = (0.0, 0.0, 0.0, 0.0, 1.0, 1.0)
 
 
 def _use_kernels(backend: str) -> bool:
-    # numba is imported when first needed (sim/backend.py): "auto" and "numba" ask for
-    # it then; where it turns out unusable, "auto" draws with numpy.
-    if backend == "numba":
-        if not (AVAILABLE and _sim.compile_all()):
-            raise RuntimeError(f"numba cannot be used: {_sim.failure() or 'not installed'}")
-        return True
-    if backend not in ("auto", "numpy"):
-        raise ValueError(f"unknown backend {backend!r} (auto, numba or numpy)")
-    return backend == "auto" and AVAILABLE and _sim.compile_all()
+    # ``backend`` is one of ``sim.backend.BACKENDS``. The drawing's kernels are no part
+    # the warm-up holds back (the app keeps the renderer on "numpy" until they are
+    # loaded): "auto" draws compiled whenever numba can run (it is imported when first
+    # needed, sim/backend.py), with numpy where it turns out unusable; "compiled" says
+    # why it cannot.
+    return _sim.compiled(backend, None)
 
 
 # --------------------------------------------------------------------------- kernels
 
-if AVAILABLE:
-    @njit(cache=True, inline="always")
-    def _strain_bin(s, edges, neutral, fast, lo, hi):  # pragma: no cover - compiled
-        """``np.digitize(s, edges)``: the number of edges ``<= s`` (NaN: past the
-        last). ``fast``: the neutral bin ``[lo, hi)`` decided by one two-sided test
-        first (most links; NaN fails it)."""
-        if fast and s >= lo and s < hi:
-            return neutral
-        ne = edges.size
-        bn = 0
-        for e in range(ne):                     # edges <= s, without a branch
-            bn += edges[e] <= s
-        return ne if s != s else bn
+@njit(cache=True, inline="always")
+def _strain_bin(s, edges, neutral, fast, lo, hi):  # pragma: no cover - compiled
+    """``np.digitize(s, edges)``: the number of edges ``<= s`` (NaN: past the
+    last). ``fast``: the neutral bin ``[lo, hi)`` decided by one two-sided test
+    first (most links; NaN fails it)."""
+    if fast and s >= lo and s < hi:
+        return neutral
+    ne = edges.size
+    bn = 0
+    for e in range(ne):                     # edges <= s, without a branch
+        bn += edges[e] <= s
+    return ne if s != s else bn
 
-    @njit(cache=True)
-    def _strain_colours_kernel(x, i, j, rest, kind, strain, have_strain, edges, table,
-                               neutral, colour, order, strain_out):  # pragma: no cover
-        """Strain bin -> colour ``table[rope, bin]`` of every link, and the drawing order
-        (by ``|bin - neutral|``, then by index: the most strained on top).
 
-        The strain is ``strain[k]`` when ``have_strain``, else computed from ``x`` as
-        ``Constraints.strain`` does (ropes: 0 when slack) and written to ``strain_out``.
-        The bin is ``np.digitize``'s: the number of edges ``<= s`` (NaN: past the last).
-        The order is a counting sort, the same permutation as a stable argsort.
-        """
-        m = i.size
-        ne = edges.size
-        nlev = max(neutral, ne - neutral) + 1
-        counts = np.zeros(nlev + 1, np.int64)
-        level = np.empty(m, np.int32)
-        # Most links are in the neutral bin: one two-sided test decides it (NaN fails
-        # it), and its count and its place in the order are kept in registers rather
-        # than in counts[] (a store and a load per link).
-        fast = neutral >= 1 and neutral < ne
-        lo = edges[neutral - 1] if fast else 0.0
-        hi = edges[neutral] if fast else 0.0
-        n0 = 0
-        for k in range(m):
-            if have_strain:
-                s = strain[k]
+@njit(cache=True)
+def _strain_colours_kernel(x, i, j, rest, kind, strain, have_strain, edges, table,
+                           neutral, colour, order, strain_out):  # pragma: no cover
+    """Strain bin -> colour ``table[rope, bin]`` of every link, and the drawing order
+    (by ``|bin - neutral|``, then by index: the most strained on top).
+
+    The strain is ``strain[k]`` when ``have_strain``, else computed from ``x`` as
+    ``Constraints.strain`` does (ropes: 0 when slack) and written to ``strain_out``.
+    The bin is ``np.digitize``'s: the number of edges ``<= s`` (NaN: past the last).
+    The order is a counting sort, the same permutation as a stable argsort.
+    """
+    m = i.size
+    ne = edges.size
+    nlev = max(neutral, ne - neutral) + 1
+    counts = np.zeros(nlev + 1, np.int64)
+    level = np.empty(m, np.int32)
+    # Most links are in the neutral bin: one two-sided test decides it (NaN fails
+    # it), and its count and its place in the order are kept in registers rather
+    # than in counts[] (a store and a load per link).
+    fast = neutral >= 1 and neutral < ne
+    lo = edges[neutral - 1] if fast else 0.0
+    hi = edges[neutral] if fast else 0.0
+    n0 = 0
+    for k in range(m):
+        if have_strain:
+            s = strain[k]
+        else:
+            a = i[k]
+            b = j[k]
+            dx = x[b, 0] - x[a, 0]
+            dy = x[b, 1] - x[a, 1]
+            L = math.sqrt(dx * dx + dy * dy)
+            r = rest[k]
+            s = (L - r) / (r if r > 0.0 else 1.0)
+            if kind[k] == ROPE and s < 0.0:
+                s = 0.0
+            strain_out[k] = s
+        bn = _strain_bin(s, edges, neutral, fast, lo, hi)
+        colour[k] = table[1 if kind[k] == ROPE else 0, bn]
+        lv = bn - neutral if bn >= neutral else neutral - bn
+        level[k] = lv
+        if lv == 0:
+            n0 += 1
+        else:
+            counts[lv + 1] += 1
+    counts[1] = n0
+    for lv in range(nlev):
+        counts[lv + 1] += counts[lv]
+    p0 = 0
+    for k in range(m):
+        lv = level[k]
+        if lv == 0:
+            order[p0] = k
+            p0 += 1
+        else:
+            order[counts[lv]] = k
+            counts[lv] += 1
+
+
+@njit(cache=True)
+def _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy):  # pragma: no cover - compiled
+    """``sx, sy (n,)``: the points ``x (n, 2)`` mapped to the screen by the view, with
+    the float64 operations of the module docstring in their order."""
+    for p in range(x.shape[0]):
+        sx[p] = hx + (x[p, 0] - cx) * kx
+        sy[p] = hy + (x[p, 1] - cy) * ky
+
+
+@njit(cache=True)
+def _segment_kernel(pix, px, py, qx, qy, col, wide):  # pragma: no cover - compiled
+    """One segment (screen px) by the pixel rule, clipped to the box, every sample
+    tested (ends clipped from huge coordinates may be off by more than rounding).
+    Returns the samples taken. :func:`_draw_kernel`'s path for what is not a 1 px
+    segment inside the box: out of its loop, which stays small and fast."""
+    h, w = pix.shape
+    wm1 = w - 1.0
+    hm1 = h - 1.0
+    if not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+            and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+        # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
+        if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
+                and math.isfinite(qy)):
+            return 0
+        dx = qx - px
+        dy = qy - py
+        t0 = 0.0
+        t1 = 1.0
+        keep = True
+        for e in range(4):
+            if e == 0:
+                pk = -dx
+                qk = px
+            elif e == 1:
+                pk = dx
+                qk = wm1 - px
+            elif e == 2:
+                pk = -dy
+                qk = py
             else:
-                a = i[k]
-                b = j[k]
-                dx = x[b, 0] - x[a, 0]
-                dy = x[b, 1] - x[a, 1]
-                L = math.sqrt(dx * dx + dy * dy)
-                r = rest[k]
-                s = (L - r) / (r if r > 0.0 else 1.0)
-                if kind[k] == ROPE and s < 0.0:
-                    s = 0.0
-                strain_out[k] = s
-            bn = _strain_bin(s, edges, neutral, fast, lo, hi)
-            colour[k] = table[1 if kind[k] == ROPE else 0, bn]
-            lv = bn - neutral if bn >= neutral else neutral - bn
-            level[k] = lv
-            if lv == 0:
-                n0 += 1
+                pk = dy
+                qk = hm1 - py
+            if pk == 0.0:
+                if qk < 0.0:
+                    keep = False
+            elif pk < 0.0:
+                r = qk / pk
+                if r > t0:
+                    t0 = r
             else:
-                counts[lv + 1] += 1
-        counts[1] = n0
-        for lv in range(nlev):
-            counts[lv + 1] += counts[lv]
-        p0 = 0
-        for k in range(m):
-            lv = level[k]
-            if lv == 0:
-                order[p0] = k
-                p0 += 1
-            else:
-                order[counts[lv]] = k
-                counts[lv] += 1
+                r = qk / pk
+                if r < t1:
+                    t1 = r
+        if not (keep and t0 <= t1):
+            return 0
+        ax = px + t0 * dx
+        ay = py + t0 * dy
+        bx = px + t1 * dx
+        by = py + t1 * dy
+        if not (math.isfinite(ax) and math.isfinite(ay) and math.isfinite(bx)
+                and math.isfinite(by)):
+            return 0
+        px = ax
+        py = ay
+        qx = bx
+        qy = by
+    dx = qx - px
+    dy = qy - py
+    adx = abs(dx)
+    ady = abs(dy)
+    kk = int(math.ceil(adx if adx >= ady else ady)) + 1
+    if kk < 2:
+        kk = 2
+    inv = 1.0 / (kk - 1)
+    stx = dx * inv
+    sty = dy * inv
+    ox = px + 0.5
+    oy = py + 0.5
+    for s in range(kk):
+        fs = float(s)
+        xs = np.uint32(np.int32(fs * stx + ox))
+        ys = np.uint32(np.int32(fs * sty + oy))
+        if xs < w and ys < h:
+            pix[ys, xs] = col
+            if wide:
+                pix[ys, xs + 1 if xs + 1 < w else xs] = col
+                pix[ys + 1 if ys + 1 < h else ys, xs] = col
+    return kk * (3 if wide else 1)
 
-    @njit(cache=True)
-    def _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy):  # pragma: no cover - compiled
-        """``sx, sy (n,)``: the points ``x (n, 2)`` mapped to the screen by the view, with
-        the float64 operations of the module docstring in their order."""
-        for p in range(x.shape[0]):
-            sx[p] = hx + (x[p, 0] - cx) * kx
-            sy[p] = hy + (x[p, 1] - cy) * ky
 
-    @njit(cache=True)
-    def _segment_kernel(pix, px, py, qx, qy, col, wide):  # pragma: no cover - compiled
-        """One segment (screen px) by the pixel rule, clipped to the box, every sample
-        tested (ends clipped from huge coordinates may be off by more than rounding).
-        Returns the samples taken. :func:`_draw_kernel`'s path for what is not a 1 px
-        segment inside the box: out of its loop, which stays small and fast."""
-        h, w = pix.shape
-        wm1 = w - 1.0
-        hm1 = h - 1.0
-        if not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
-                and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
-            # Liang-Barsky, as raster.clip (NaN fails the test above and lands here).
-            if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(qx)
-                    and math.isfinite(qy)):
-                return 0
-            dx = qx - px
-            dy = qy - py
-            t0 = 0.0
-            t1 = 1.0
-            keep = True
-            for e in range(4):
-                if e == 0:
-                    pk = -dx
-                    qk = px
-                elif e == 1:
-                    pk = dx
-                    qk = wm1 - px
-                elif e == 2:
-                    pk = -dy
-                    qk = py
-                else:
-                    pk = dy
-                    qk = hm1 - py
-                if pk == 0.0:
-                    if qk < 0.0:
-                        keep = False
-                elif pk < 0.0:
-                    r = qk / pk
-                    if r > t0:
-                        t0 = r
-                else:
-                    r = qk / pk
-                    if r < t1:
-                        t1 = r
-            if not (keep and t0 <= t1):
-                return 0
-            ax = px + t0 * dx
-            ay = py + t0 * dy
-            bx = px + t1 * dx
-            by = py + t1 * dy
-            if not (math.isfinite(ax) and math.isfinite(ay) and math.isfinite(bx)
-                    and math.isfinite(by)):
-                return 0
-            px = ax
-            py = ay
-            qx = bx
-            qy = by
+@njit(cache=True, inline="always")
+def _samples(flat, uw, ox, oy, stx, sty, col, kk):  # pragma: no cover - compiled
+    """Samples ``s = 0 .. kk-1`` of an in-box 1 px segment into ``flat`` (row
+    length ``uw``). Inlined in numba's own IR, so a literal ``kk`` reaches LLVM
+    as a constant trip count and the loop is unrolled without per-sample work."""
+    for s in range(kk):
+        fs = float(s)
+        flat[np.uint32(np.int32(fs * sty + oy)) * uw
+             + np.uint32(np.int32(fs * stx + ox))] = col
+
+
+@njit(cache=True)
+def _draw_kernel(pix, sx, sy, i, j, order, colour, width):  # pragma: no cover
+    """Draw links ``order[o]`` (``(sx, sy)[i[k]] -> (sx, sy)[j[k]]``, screen px) in
+    ``colour[k]`` by the module docstring's pixel rule. Returns the samples taken.
+
+    A 1 px segment with both ends inside the box (almost all of a cloth in view) has
+    all its samples inside it (they lie between its ends, within rounding) and is
+    written here without per-sample tests; its sample count ``kk`` from 2 to 8 has a
+    branch of its own with the loop unrolled and ``1 / (kk - 1)`` a constant (the
+    same float64 as the division: the same pixels): a loop whose trip count and step
+    are known only at run time cost twice as much per link. The rest (clipped
+    segments, 2 px lines) goes to :func:`_segment_kernel`, a call, so that this loop
+    stays small. Pixel indices go through uint32: numba emits no negative-index
+    wraparound for them.
+    """
+    h, w = pix.shape
+    flat = pix.reshape(-1)
+    uw = np.uint32(w)
+    wm1 = w - 1.0
+    hm1 = h - 1.0
+    wide = width > 1
+    written = 0
+    for o in range(order.size):
+        k = order[o]
+        a = i[k]
+        b = j[k]
+        px = sx[a]
+        py = sy[a]
+        qx = sx[b]
+        qy = sy[b]
+        col = colour[k]
+        if wide or not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
+                        and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
+            written += _segment_kernel(pix, px, py, qx, qy, col, wide)
+            continue
         dx = qx - px
         dy = qy - py
         adx = abs(dx)
@@ -204,181 +273,113 @@ if AVAILABLE:
         kk = int(math.ceil(adx if adx >= ady else ady)) + 1
         if kk < 2:
             kk = 2
-        inv = 1.0 / (kk - 1)
-        stx = dx * inv
-        sty = dy * inv
         ox = px + 0.5
         oy = py + 0.5
-        for s in range(kk):
-            fs = float(s)
-            xs = np.uint32(np.int32(fs * stx + ox))
-            ys = np.uint32(np.int32(fs * sty + oy))
-            if xs < w and ys < h:
+        written += kk
+        if kk == 2:
+            _samples(flat, uw, ox, oy, dx * 1.0, dy * 1.0, col, 2)
+        elif kk == 3:
+            _samples(flat, uw, ox, oy, dx * 0.5, dy * 0.5, col, 3)
+        elif kk == 4:
+            _samples(flat, uw, ox, oy, dx * 0.3333333333333333, dy * 0.3333333333333333, col, 4)
+        elif kk == 5:
+            _samples(flat, uw, ox, oy, dx * 0.25, dy * 0.25, col, 5)
+        elif kk == 6:
+            _samples(flat, uw, ox, oy, dx * 0.2, dy * 0.2, col, 6)
+        elif kk == 7:
+            _samples(flat, uw, ox, oy, dx * 0.16666666666666666, dy * 0.16666666666666666,
+                     col, 7)
+        elif kk == 8:
+            _samples(flat, uw, ox, oy, dx * 0.14285714285714285, dy * 0.14285714285714285,
+                     col, 8)
+        else:
+            inv = 1.0 / (kk - 1)
+            _samples(flat, uw, ox, oy, dx * inv, dy * inv, col, kk)
+    return written
+
+
+@njit(cache=True)
+def _links_kernel(pix, x, i, j, order, colour, hx, hy, cx, cy, kx, ky,
+                  width):  # pragma: no cover - compiled
+    """Draw links ``order[o]`` (``x[i[k]] -> x[j[k]]``, world) in ``colour[k]``: every
+    point mapped to the screen once (not once per link end: a cloth's particle ends
+    ~8 links), then :func:`_draw_kernel`. Returns the samples taken."""
+    n = x.shape[0]
+    sx = np.empty(n)
+    sy = np.empty(n)
+    _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy)
+    return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
+
+
+@njit(cache=True)
+def _strain_links_kernel(pix, sx, sy, i, j, kind, strain, edges, table, neutral,
+                         width):  # pragma: no cover - compiled
+    """:func:`_strain_colours_kernel` (strain given) then :func:`_draw_kernel` in one
+    call, without the ``order`` and ``colour`` arrays' round trip through Python.
+
+    The order is the counting sort's: the neutral links (level 0: most of a cloth)
+    go straight to the front in index order as they are binned; the others are kept
+    with their level and placed after them, stably, by level.
+    """
+    m = i.size
+    ne = edges.size
+    nlev = max(neutral, ne - neutral) + 1
+    counts = np.zeros(nlev + 1, np.int64)
+    colour = np.empty(m, table.dtype)
+    order = np.empty(m, np.int32)
+    pend = np.empty(m, np.int32)
+    plev = np.empty(m, np.int32)
+    fast = neutral >= 1 and neutral < ne
+    lo = edges[neutral - 1] if fast else 0.0
+    hi = edges[neutral] if fast else 0.0
+    n0 = 0
+    npend = 0
+    for k in range(m):
+        s = strain[k]
+        bn = _strain_bin(s, edges, neutral, fast, lo, hi)
+        colour[k] = table[1 if kind[k] == ROPE else 0, bn]
+        if bn == neutral:
+            order[n0] = k
+            n0 += 1
+        else:
+            lv = bn - neutral if bn >= neutral else neutral - bn
+            pend[npend] = k
+            plev[npend] = lv
+            npend += 1
+            counts[lv + 1] += 1
+    counts[1] = n0
+    for lv in range(nlev):
+        counts[lv + 1] += counts[lv]
+    for r in range(npend):
+        lv = plev[r]
+        order[counts[lv]] = pend[r]
+        counts[lv] += 1
+    return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
+
+
+@njit(cache=True)
+def _stamp_kernel(pix, pts, offsets, colours):  # pragma: no cover - compiled
+    """``offsets (s, 2)`` stamped at every point ``pts (k, 2)`` px, as :func:`stamp`."""
+    h, w = pix.shape
+    for p in range(pts.shape[0]):
+        x = pts[p, 0]
+        y = pts[p, 1]
+        if not (abs(x) < 1e7 and abs(y) < 1e7):      # far away or not finite
+            continue
+        cx = int(math.floor(x + 0.5))
+        cy = int(math.floor(y + 0.5))
+        col = colours[p]
+        for o in range(offsets.shape[0]):
+            xs = cx + offsets[o, 0]
+            ys = cy + offsets[o, 1]
+            if xs >= 0 and xs < w and ys >= 0 and ys < h:
                 pix[ys, xs] = col
-                if wide:
-                    pix[ys, xs + 1 if xs + 1 < w else xs] = col
-                    pix[ys + 1 if ys + 1 < h else ys, xs] = col
-        return kk * (3 if wide else 1)
-
-    @njit(cache=True, inline="always")
-    def _samples(flat, uw, ox, oy, stx, sty, col, kk):  # pragma: no cover - compiled
-        """Samples ``s = 0 .. kk-1`` of an in-box 1 px segment into ``flat`` (row
-        length ``uw``). Inlined in numba's own IR, so a literal ``kk`` reaches LLVM
-        as a constant trip count and the loop is unrolled without per-sample work."""
-        for s in range(kk):
-            fs = float(s)
-            flat[np.uint32(np.int32(fs * sty + oy)) * uw
-                 + np.uint32(np.int32(fs * stx + ox))] = col
-
-    @njit(cache=True)
-    def _draw_kernel(pix, sx, sy, i, j, order, colour, width):  # pragma: no cover
-        """Draw links ``order[o]`` (``(sx, sy)[i[k]] -> (sx, sy)[j[k]]``, screen px) in
-        ``colour[k]`` by the module docstring's pixel rule. Returns the samples taken.
-
-        A 1 px segment with both ends inside the box (almost all of a cloth in view) has
-        all its samples inside it (they lie between its ends, within rounding) and is
-        written here without per-sample tests; its sample count ``kk`` from 2 to 8 has a
-        branch of its own with the loop unrolled and ``1 / (kk - 1)`` a constant (the
-        same float64 as the division: the same pixels): a loop whose trip count and step
-        are known only at run time cost twice as much per link. The rest (clipped
-        segments, 2 px lines) goes to :func:`_segment_kernel`, a call, so that this loop
-        stays small. Pixel indices go through uint32: numba emits no negative-index
-        wraparound for them.
-        """
-        h, w = pix.shape
-        flat = pix.reshape(-1)
-        uw = np.uint32(w)
-        wm1 = w - 1.0
-        hm1 = h - 1.0
-        wide = width > 1
-        written = 0
-        for o in range(order.size):
-            k = order[o]
-            a = i[k]
-            b = j[k]
-            px = sx[a]
-            py = sy[a]
-            qx = sx[b]
-            qy = sy[b]
-            col = colour[k]
-            if wide or not (px >= 0.0 and px <= wm1 and py >= 0.0 and py <= hm1
-                            and qx >= 0.0 and qx <= wm1 and qy >= 0.0 and qy <= hm1):
-                written += _segment_kernel(pix, px, py, qx, qy, col, wide)
-                continue
-            dx = qx - px
-            dy = qy - py
-            adx = abs(dx)
-            ady = abs(dy)
-            kk = int(math.ceil(adx if adx >= ady else ady)) + 1
-            if kk < 2:
-                kk = 2
-            ox = px + 0.5
-            oy = py + 0.5
-            written += kk
-            if kk == 2:
-                _samples(flat, uw, ox, oy, dx * 1.0, dy * 1.0, col, 2)
-            elif kk == 3:
-                _samples(flat, uw, ox, oy, dx * 0.5, dy * 0.5, col, 3)
-            elif kk == 4:
-                _samples(flat, uw, ox, oy, dx * 0.3333333333333333, dy * 0.3333333333333333, col, 4)
-            elif kk == 5:
-                _samples(flat, uw, ox, oy, dx * 0.25, dy * 0.25, col, 5)
-            elif kk == 6:
-                _samples(flat, uw, ox, oy, dx * 0.2, dy * 0.2, col, 6)
-            elif kk == 7:
-                _samples(flat, uw, ox, oy, dx * 0.16666666666666666, dy * 0.16666666666666666,
-                         col, 7)
-            elif kk == 8:
-                _samples(flat, uw, ox, oy, dx * 0.14285714285714285, dy * 0.14285714285714285,
-                         col, 8)
-            else:
-                inv = 1.0 / (kk - 1)
-                _samples(flat, uw, ox, oy, dx * inv, dy * inv, col, kk)
-        return written
-
-    @njit(cache=True)
-    def _links_kernel(pix, x, i, j, order, colour, hx, hy, cx, cy, kx, ky,
-                      width):  # pragma: no cover - compiled
-        """Draw links ``order[o]`` (``x[i[k]] -> x[j[k]]``, world) in ``colour[k]``: every
-        point mapped to the screen once (not once per link end: a cloth's particle ends
-        ~8 links), then :func:`_draw_kernel`. Returns the samples taken."""
-        n = x.shape[0]
-        sx = np.empty(n)
-        sy = np.empty(n)
-        _screen_kernel(x, hx, hy, cx, cy, kx, ky, sx, sy)
-        return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
-
-    @njit(cache=True)
-    def _strain_links_kernel(pix, sx, sy, i, j, kind, strain, edges, table, neutral,
-                             width):  # pragma: no cover - compiled
-        """:func:`_strain_colours_kernel` (strain given) then :func:`_draw_kernel` in one
-        call, without the ``order`` and ``colour`` arrays' round trip through Python.
-
-        The order is the counting sort's: the neutral links (level 0: most of a cloth)
-        go straight to the front in index order as they are binned; the others are kept
-        with their level and placed after them, stably, by level.
-        """
-        m = i.size
-        ne = edges.size
-        nlev = max(neutral, ne - neutral) + 1
-        counts = np.zeros(nlev + 1, np.int64)
-        colour = np.empty(m, table.dtype)
-        order = np.empty(m, np.int32)
-        pend = np.empty(m, np.int32)
-        plev = np.empty(m, np.int32)
-        fast = neutral >= 1 and neutral < ne
-        lo = edges[neutral - 1] if fast else 0.0
-        hi = edges[neutral] if fast else 0.0
-        n0 = 0
-        npend = 0
-        for k in range(m):
-            s = strain[k]
-            bn = _strain_bin(s, edges, neutral, fast, lo, hi)
-            colour[k] = table[1 if kind[k] == ROPE else 0, bn]
-            if bn == neutral:
-                order[n0] = k
-                n0 += 1
-            else:
-                lv = bn - neutral if bn >= neutral else neutral - bn
-                pend[npend] = k
-                plev[npend] = lv
-                npend += 1
-                counts[lv + 1] += 1
-        counts[1] = n0
-        for lv in range(nlev):
-            counts[lv + 1] += counts[lv]
-        for r in range(npend):
-            lv = plev[r]
-            order[counts[lv]] = pend[r]
-            counts[lv] += 1
-        return _draw_kernel(pix, sx, sy, i, j, order, colour, width)
-
-    @njit(cache=True)
-    def _stamp_kernel(pix, pts, offsets, colours):  # pragma: no cover - compiled
-        """``offsets (s, 2)`` stamped at every point ``pts (k, 2)`` px, as :func:`stamp`."""
-        h, w = pix.shape
-        for p in range(pts.shape[0]):
-            x = pts[p, 0]
-            y = pts[p, 1]
-            if not (abs(x) < 1e7 and abs(y) < 1e7):      # far away or not finite
-                continue
-            cx = int(math.floor(x + 0.5))
-            cy = int(math.floor(y + 0.5))
-            col = colours[p]
-            for o in range(offsets.shape[0]):
-                xs = cx + offsets[o, 0]
-                ys = cy + offsets[o, 1]
-                if xs >= 0 and xs < w and ys >= 0 and ys < h:
-                    pix[ys, xs] = col
-else:  # pragma: no cover
-    _strain_colours_kernel = _links_kernel = _stamp_kernel = None
-    _screen_kernel = _draw_kernel = _strain_links_kernel = _segment_kernel = None
 
 
 def warm_up() -> None:
     """Compile (or load from the disk cache) the kernels on a tiny problem, so that the
-    first frame does not pause. Does nothing without numba."""
-    if not AVAILABLE:
+    first frame does not pause. Does nothing where numba cannot run."""
+    if not _sim.runnable():
         return
     pix = np.zeros((4, 4), np.uint32)
     x = np.array([[0.0, 0.0], [3.0, 2.0]])
@@ -527,7 +528,7 @@ def segments_xy(pix: np.ndarray, px, py, qx, qy, colours, width: int = 1,
         ends = np.empty((2 * m, 2))
         ends[:m, 0], ends[:m, 1], ends[m:, 0], ends[m:, 1] = px, py, qx, qy
         k = np.arange(m)
-        return links(pix, ends, k, k + m, colours, SCREEN, width=width, backend="numba")
+        return links(pix, ends, k, k + m, colours, SCREEN, width=width, backend="compiled")
     return _segments_numpy(pix, px, py, qx, qy, colours, width)
 
 

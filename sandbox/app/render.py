@@ -77,8 +77,9 @@ def camera_view(cam: Camera) -> tuple[float, ...]:
 class WorldRenderer:
     """Draws worlds onto a 32-bit surface; keeps the ghost layer between frames.
 
-    ``backend`` is raster's: "auto" (compiled kernels when numba is installed), "numba"
-    or "numpy" (the reference; both light the same pixels in the same colours).
+    ``backend`` is raster's, one of ``sim.backend.BACKENDS``: "auto" (the compiled
+    kernels when numba can run), "compiled" or "numpy" (the reference; both light the
+    same pixels in the same colours).
     """
 
     @staticmethod

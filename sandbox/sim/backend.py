@@ -1,5 +1,12 @@
-"""Whether the compiled kernels may run now: the one place that imports numba and holds
-the switch between the numpy references and the compiled kernels.
+"""The one seam between the numpy references and the compiled kernels: the only module
+that imports numba or decides whether compiled code runs.
+
+The choice. Every setting that picks a backend (``Constraints.backend``,
+``Colliders.backend``, the integrators' ``backend``, ``forces.point_gravity``'s, the
+renderer's, ``RigidLinks.backend``) takes one of :data:`BACKENDS` and asks
+:func:`compiled`; whether arrays can go to a kernel as they are is :func:`fits`; a
+kernel is written with :func:`njit` (``collide.jit`` dresses it for the contact
+kernels), at a module's top level, with or without numba.
 
 ``INSTALLED``: numba is installed. ``usable()``: the compiled kernels may be called
 now. It is True from the start in scripts, tests and the bench (a first call compiles or
@@ -7,10 +14,8 @@ loads a kernel from numba's disk cache, as before). The app instead starts with
 ``warmup.start_background``, which turns it off until every kernel is compiled and
 loaded, so the first frames run the numpy references (the same numbers: the tests
 compare them bit for bit) and no frame waits for the compiler. The loading thread may
-call the kernels before everyone else (``loading()``).
-
-``kernels.AVAILABLE`` reads ``usable()`` on every
-access (module ``__getattr__``), so every caller switches at the same moment.
+call the kernels before everyone else (``loading()``). ``compiled("auto", part)`` is
+``usable(part)``, read at every call, so every caller switches at the same moment.
 
 numba is imported when a kernel is first needed, not when the kernel modules are.
 Importing it takes ~0.35 s here (0.7 s and more with other programs busy), a third of
@@ -21,9 +26,9 @@ returns a stand-in (:class:`Kernel`) that keeps the function and its options; th
 every kernel's dispatcher (compiling nothing yet) and puts the dispatchers where the
 stand-ins were, in every module's names and the kernels' closures, so that compiled
 kernels calling each other see dispatchers, and Python callers call numba directly.
-``prange`` is ``range`` until then. If numba cannot be imported or can cache nowhere,
-``usable()`` stays False (the numpy references) and a stand-in runs its function as
-Python.
+``prange`` is ``range`` until then. If numba is not installed, cannot be imported or can
+cache nowhere, ``usable()`` stays False (the numpy references) and a stand-in runs its
+function as Python: the kernel modules import and define the same names either way.
 
 Stale kernels. numba's disk cache knows a kernel's own source file, not the files of
 the kernels it calls and compiles into itself: after an update that changed only
@@ -45,6 +50,8 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 
 def _numba_installed() -> bool:
@@ -180,6 +187,75 @@ def loading():
         yield
     finally:
         _local.loading = before
+
+
+# --------------------------------------------------------------------------- the choice
+
+#: The one vocabulary of every backend setting:
+#:
+#: ``"auto"``      the compiled kernels when they may run now (:func:`usable` of the
+#:                 caller's part: numba works and the app's warm-up has them ready),
+#:                 else the numpy references. The default everywhere.
+#: ``"compiled"``  the compiled kernels whenever numba can run at all (:func:`runnable`),
+#:                 even while the warm-up still holds the other callers on numpy: an
+#:                 explicit request, so a first call may wait for the compiler. Where
+#:                 numba cannot run it is an error (``RuntimeError`` saying why), never
+#:                 a quiet fall back to numpy: a test comparing the compiled twin with
+#:                 its reference must not pass by comparing numpy with numpy.
+#: ``"numpy"``     the numpy references.
+BACKENDS = ("auto", "compiled", "numpy")
+
+
+def runnable() -> bool:
+    """numba is installed, imports and can cache here: compiled code can run at all
+    (the first call imports numba, :func:`compile_all`). The warm-up's gate aside."""
+    return INSTALLED and (_numba is not None or compile_all())
+
+
+def compiled(choice: str, part: str | None = "kernels") -> bool:
+    """Whether the caller whose backend setting is ``choice`` (one of :data:`BACKENDS`)
+    runs its compiled kernels now. ``part``: which of :data:`PARTS` the caller's
+    kernels belong to, for "auto" (the warm-up makes them ready part by part); None for
+    kernels the warm-up does not hold back (the drawing: the app keeps the renderer on
+    "numpy" itself until they are loaded), where "auto" is :func:`runnable`.
+
+    ``ValueError`` for any other ``choice``, naming the valid ones; ``RuntimeError`` for
+    "compiled" where numba cannot run. Called every frame (and substep) by the hot
+    paths: "auto" costs one call, about what the module attribute it replaces did."""
+    if choice == "auto":
+        if part is None:
+            return runnable()
+        # usable(part), inline: the hot paths ask this every substep.
+        if part in _ready or getattr(_local, "loading", False):
+            return _numba is not None or compile_all()
+        return False
+    if choice == "numpy":
+        return False
+    if choice == "compiled":
+        if runnable():
+            return True
+        raise RuntimeError(f"backend 'compiled': numba cannot run here "
+                           f"({failure() or 'numba is not installed'}); choose 'auto' "
+                           "(numpy where numba cannot run) or 'numpy'")
+    raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, "
+                     f"not {choice!r}")
+
+
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+
+
+def fits(*arrays: np.ndarray) -> bool:
+    """Whether ``arrays`` can go to a compiled kernel as they are: all of one float type,
+    float64 or float32 (native byte order: what the kernels are compiled for), each
+    C-contiguous. Shapes and writability are the caller's to check. A plain loop: the
+    hot paths ask this every frame."""
+    dt = arrays[0].dtype
+    if not (dt == _F64 or dt == _F32):
+        return False
+    for a in arrays:
+        if a.dtype != dt or not a.flags.c_contiguous:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- numba, late

@@ -43,12 +43,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import kernels
+from . import backend as _backend
+from . import cores, kernels
 
 STICK, ROPE = 0, 1
 
-#: Batches of at least this many constraints are spread over the cores (unless the
-#: backend is "numba"); below it thread start-up costs more than it saves.
+#: Batches of at least this many constraints may be spread over the cores (``threads``
+#: "auto"); below it thread start-up costs more than it saves.
 PARALLEL_MIN = 1000
 PARALLEL_CORES = os.cpu_count() or 1
 #: Shortest run of a plan (shorter ones are gathered) and the longest gather row.
@@ -98,9 +99,14 @@ class Constraints:
     compliance: np.ndarray = field(default_factory=lambda: np.zeros(0))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     colour: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: "numba" (compiled, one core), "parallel" (compiled, batches over all cores),
-    #: "numpy" (the reference) or "auto" (numba if installed, parallel for big batches)
+    #: One of ``backend.BACKENDS``: "auto" (the compiled sweep when the kernels may
+    #: run), "compiled" or "numpy" (the reference)
     backend: str = "auto"
+    #: The compiled sweep's threads, one of ``cores.MODES``: "auto" (batches of at least
+    #: ``PARALLEL_MIN`` links over the cores when ``cores.POLICY`` finds it pays),
+    #: "serial" (one thread) or "parallel" (every batch over the cores). The same
+    #: numbers whichever: a batch shares no particle.
+    threads: str = "auto"
     #: Particle grids ``(first, rows, cols)`` (row-major, ``first + r*cols + c``) that
     #: builders declare; the compiled frame stores them in parity order (see
     #: :meth:`grid_order`). Only a layout hint: any value gives the same numbers.
@@ -326,7 +332,7 @@ class Constraints:
         ``w (n,)`` inverse masses (0 = pinned or grabbed), ``h`` the (sub)step in s,
         ``lam (m,)`` the Lagrange multipliers accumulated in this step (in ``x``'s float
         type: a float32 world computes in float32). Runs the compiled
-        kernel when available (``backend``), else :meth:`project_numpy`.
+        kernel when ``backend`` says so (``backend.compiled``), else :meth:`project_numpy`.
         """
         if not len(self):
             return
@@ -342,20 +348,27 @@ class Constraints:
     def kernel_args(self, x: np.ndarray, w: np.ndarray, frame: bool = False) -> tuple | None:
         """``(i, j, rest, compliance, kind, plan, offsets, min_parallel)`` for the
         compiled sweep over positions ``x`` and inverse masses ``w``, or None when the
-        numpy reference must run (``backend``, no numba, arrays it cannot take).
+        numpy reference must run (``backend``, no numba, arrays it cannot take:
+        ``backend.fits``).
         ``frame``: for ``kernels.verlet_frame``, with the grid layout's ``perm`` before
         ``min_parallel`` (:meth:`frame_batches`)."""
-        use = self.backend in ("numba", "parallel") or (self.backend == "auto"
-                                                        and kernels.AVAILABLE)
-        if not (use and len(self) and x.ndim == 2 and x.shape[1] == 2
-                and x.flags.c_contiguous and w.dtype == x.dtype and w.flags.c_contiguous):
+        if not (_backend.compiled(self.backend) and len(self) and x.ndim == 2
+                and x.shape[1] == 2 and _backend.fits(x, w)):
             return None
-        # Smallest batch spread over the cores: "numba" keeps one thread, "parallel"
-        # spreads every batch, "auto" only the big ones.
-        if self.backend == "numba" or PARALLEL_CORES == 1:
+        # Smallest batch spread over the cores: "serial" keeps one thread, "parallel"
+        # spreads every batch, "auto" only the big ones (and asks ``cores.POLICY``).
+        threads = self.threads
+        if threads == "auto":
+            min_parallel = PARALLEL_MIN
+        elif threads == "serial":
             min_parallel = 2**62
+        elif threads == "parallel":
+            min_parallel = 1
         else:
-            min_parallel = 1 if self.backend == "parallel" else PARALLEL_MIN
+            raise ValueError(f"threads must be one of {', '.join(map(repr, cores.MODES))}, "
+                             f"not {threads!r}")
+        if PARALLEL_CORES == 1:
+            min_parallel = 2**62
         if frame:
             return (*self.frame_batches(x.dtype, x.shape[0]), min_parallel)
         return (*self._flat_batches(x.dtype), min_parallel)

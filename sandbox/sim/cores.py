@@ -22,7 +22,8 @@ the numbers are in ``bench --load``). So the sweep runs on one thread unless bot
 ``POLICY`` is the process-wide instance that ``World`` and ``kernels.project_batches``
 ask. ``set_mode("serial" | "parallel" | "auto")`` pins the choice (tests, the bench's
 one-thread rows); the environment variable ``SANDBOX_THREADS`` (``1``: serial,
-``auto``) sets the initial mode. ``set_meter`` hands it the meter of rule 1.
+``auto``) sets the initial mode. ``set_meter`` hands it the meter of rule 1. One set of
+links can pin its own sweep with the same words (``Constraints.threads``, :data:`MODES`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ BUSY_CORES = 0.5
 GAIN = 0.9
 PROBE_EVERY = 32          # frames between re-timings of the mode not in use
 HOLD_S = 1.0              # after a bad two-thread frame: one thread for this long
+
+#: The thread choices: "auto" (this module's rules), "serial" (one thread), "parallel"
+#: (spread over the cores). The policy's modes, and ``Constraints.threads``.
+MODES = ("auto", "serial", "parallel")
 
 
 def _cores() -> int:
@@ -82,7 +87,7 @@ class CorePolicy:
         self.last = "serial"            # what the last decision was, for the HUD/bench
 
     def set_mode(self, mode: str) -> None:
-        if mode not in ("auto", "serial", "parallel"):
+        if mode not in MODES:
             raise ValueError(f"mode must be 'auto', 'serial' or 'parallel', not {mode!r}")
         self.mode = mode
         self._stats.clear()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import backend as _backend
 from . import kernels
 
 
@@ -67,15 +68,15 @@ def point_gravity(x: np.ndarray, m: np.ndarray, G: float, eps: float,
     ``x (n, d)`` m, ``m (n,)`` kg -> ``a (n, d)`` m/s^2 with
     ``a_i = G sum_j m_j (x_j - x_i) / (|x_j - x_i|^2 + eps^2)^(3/2)``; the ``j = i`` term
     is zero because its difference is. Plummer softening ``eps`` (m) keeps close
-    encounters finite; it must be > 0 if two particles can coincide.
+    encounters finite; it must be > 0 if two particles can coincide. ``backend``: one of
+    ``backend.BACKENDS`` (the compiled kernel for 64 particles and more in 2-D).
     """
     n = x.shape[0]
     a = np.zeros_like(x)
     if n < 2 or G == 0:
         return a
     e2 = eps * eps
-    use = backend == "numba" or (backend == "auto" and kernels.AVAILABLE)
-    if use and x.ndim == 2 and x.shape[1] == 2 and n >= 64:
+    if _backend.compiled(backend) and x.ndim == 2 and x.shape[1] == 2 and n >= 64:
         kernels.point_gravity(np.ascontiguousarray(x, np.float64),
                               np.ascontiguousarray(m, np.float64), float(G), e2, a)
         return a

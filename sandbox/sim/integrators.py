@@ -45,7 +45,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import kernels
+from . import backend, kernels
 from .particles import State
 
 AccelFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -272,7 +272,8 @@ class _PositionVerlet(Integrator):
         s.x_prev = s.x - h * s.v + (0.5 * h * h) * a   # article 001, eq. (2)
         s.a, s.a_valid, s.h_prev = a, False, h
 
-    #: "auto" runs the compiled one-pass kernel for float (n, 2) states and scalar steps.
+    #: One of ``backend.BACKENDS``: "auto" runs the compiled one-pass kernel for float
+    #: (n, 2) states and scalar steps when the kernels may run; "compiled", "numpy".
     backend: ClassVar[str] = "auto"
     #: frame_coefficients' results by (class, h, h_old, n, dtype): nobody writes into
     #: these arrays.
@@ -296,10 +297,9 @@ class _PositionVerlet(Integrator):
         c1, c2 = self.velocity_coefficients(h, h_old)
         if velocity == "later":
             c1 = 0.0
-        if (self.backend != "numpy" and kernels.AVAILABLE and np.ndim(h) == 0
-                and s.x.ndim == 2 and s.x.dtype == a.dtype and s.x.dtype.kind == "f"
-                and s.x.dtype == s.x_prev.dtype and s.x.shape == s.x_prev.shape
-                and s.x.flags.c_contiguous and a.flags.c_contiguous):
+        if (backend.compiled(self.backend) and np.ndim(h) == 0
+                and s.x.ndim == 2 and backend.fits(s.x, a)
+                and s.x.dtype == s.x_prev.dtype and s.x.shape == s.x_prev.shape):
             # Coefficients in the state's float type, as numpy treats Python floats:
             # a float32 world computes in float32 (and vectorises twice as wide).
             f = s.x.dtype.type
@@ -341,8 +341,9 @@ class _PositionVerlet(Integrator):
         return PositionFold(h, 1.0 / h, self.velocity_time)
 
     def compiled_frame(self, h, h_old, n, dtype):
-        """:meth:`frame_coefficients` unless this integrator runs on numpy only."""
-        if self.backend == "numpy":
+        """:meth:`frame_coefficients` unless this integrator's ``backend`` keeps it on
+        numpy now."""
+        if not backend.compiled(self.backend):
             return None
         return self.frame_coefficients(h, h_old, n, dtype)
 
@@ -371,10 +372,8 @@ class _PositionVerlet(Integrator):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
         with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
         c1 = self.velocity_coefficients(h, h_old)[0]
-        if (self.backend != "numpy" and kernels.AVAILABLE and s.reuse_buffers
-                and can_overwrite(s.v)
-                and s.x.flags.c_contiguous and s.x_prev.flags.c_contiguous
-                and s.x.dtype == s.v.dtype == s.x_prev.dtype and s.x.shape == s.v.shape):
+        if (backend.compiled(self.backend) and s.reuse_buffers and can_overwrite(s.v)
+                and backend.fits(s.x, s.x_prev, s.v) and s.x.shape == s.v.shape):
             kernels.add_scaled_difference(s.v, s.x, s.x_prev, s.v.dtype.type(c1))
         else:
             s.v += (s.x - s.x_prev) * c1

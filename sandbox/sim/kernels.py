@@ -1,9 +1,11 @@
 """Compiled hot kernels (numba), each mirroring a numpy reference that the tests compare to.
 
-numba is optional: without it ``AVAILABLE`` is False and the callers keep their numpy
-path. Kernels are compiled once and cached on disk (``cache=True``), so the app does not
-pause on later starts. The arithmetic is written in the same order as the numpy
-reference, so both agree bit for bit (the tests check it, ``tests/test_kernels.py``).
+numba is optional: without it (or while the app's warm-up compiles them) the callers keep
+their numpy path, as ``backend.compiled`` tells them; the kernels are defined either way
+(``backend.njit``: run as Python without numba). Kernels are compiled once and cached on
+disk (``cache=True``), so the app does not pause on later starts. The arithmetic is
+written in the same order as the numpy reference, so both agree bit for bit (the tests
+check it, ``tests/test_kernels.py``).
 
 What made them fast, measured on the 200x200 shear cloth (2-core Xeon): the XPBD sweep
 vectorised over runs of links (0.65 -> 0.20 ms a pass), the Verlet step in place over
@@ -28,17 +30,7 @@ import time
 import numpy as np
 
 from . import backend, cores
-from .backend import INSTALLED, njit, prange
-
-
-def __getattr__(name):
-    # ``AVAILABLE``: the compiled kernels may run now (``backend.usable``): False while
-    # the app's background warm-up compiles them, and without numba.
-    if name == "AVAILABLE":
-        return backend.usable("kernels")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
+from .backend import njit, prange
 
 ROPE = 1
 # Kernels compiled with ``_nrt=False`` only read and write the arrays they are given
@@ -50,1016 +42,1047 @@ ROPE = 1
 GATHER, RUN_STRIDE, RUN_PAIRS, GATHER_SOFT = 0, 1, 2, 3
 CHUNK = 1024
 
-if INSTALLED:
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _even(L, hr, half, eps, taut):  # pragma: no cover - compiled
-        """The even split's ``s`` (``Constraints`` docstring) for a link of length ``L``
-        and half rest length ``hr``: ``half - hr / max(L, eps)`` (``half``, ``eps``:
-        0.5 and 1e-12 in the positions' float type), not below 0 for a rope link
-        (``taut`` False). Selects that keep a NaN, as numpy's ``maximum`` does; LLVM
-        makes them max instructions."""
-        se = half - hr / (eps if L < eps else L)
-        zero = half - half
-        return se if taut else (zero if se < zero else se)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _rigid(dx, dy, r, wi, wj, taut, half, eps, one,
-               zero):  # pragma: no cover - compiled
-        """A rigid link's moves ``(xi, yi, xj, yj)`` of its ends, by the reference's
-        test: the even split when ``wi == wj > 0``, else the general form (written
-        ``x + (-a)`` for ``x - a``: the same bits). Both are computed and one selected,
-        so a run of mixed inverse masses stays branch-free and vectorises (runs of one
-        inverse mass take the even kernels and skip the general form)."""
-        L = math.sqrt(dx * dx + dy * dy)
-        C = L - r
-        denom = wi + wj
-        ok = (denom > 0) & (L > eps) & (taut | (C >= 0))
-        s = -C / (denom * L if ok else one)
-        s = s if ok else zero
-        cx = s * dx
-        cy = s * dy
-        se = _even(L, r * half, half, eps, taut)
-        even = (wi == wj) & (wi > zero)
-        return ((se * dx) if even else -(wi * cx), (se * dy) if even else -(wi * cy),
-                -(se * dx) if even else wj * cx, -(se * dy) if even else wj * cy)
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _even(L, hr, half, eps, taut):  # pragma: no cover - compiled
+    """The even split's ``s`` (``Constraints`` docstring) for a link of length ``L``
+    and half rest length ``hr``: ``half - hr / max(L, eps)`` (``half``, ``eps``:
+    0.5 and 1e-12 in the positions' float type), not below 0 for a rope link
+    (``taut`` False). Selects that keep a NaN, as numpy's ``maximum`` does; LLVM
+    makes them max instructions."""
+    se = half - hr / (eps if L < eps else L)
+    zero = half - half
+    return se if taut else (zero if se < zero else se)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _same_w(wi, wj):  # pragma: no cover - compiled
-        """The inverse mass shared by every particle of ``wi`` and ``wj`` when there is
-        one and it is positive (the run takes the even split), else 0."""
-        if wi.size == 0:
-            return wi.dtype.type(0.0)
-        w0 = wi[0]
-        same = w0 > 0
-        for t in range(wi.size):
-            same &= (wi[t] == w0) & (wj[t] == w0)
-        return w0 if same else wi.dtype.type(0.0)
 
-    @njit(cache=True, fastmath=False, inline="always")
-    def _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                     k):  # pragma: no cover - compiled
-        """One XPBD projection of constraint ``k`` (see ``Constraints.project_numpy``)."""
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _rigid(dx, dy, r, wi, wj, taut, half, eps, one,
+           zero):  # pragma: no cover - compiled
+    """A rigid link's moves ``(xi, yi, xj, yj)`` of its ends, by the reference's
+    test: the even split when ``wi == wj > 0``, else the general form (written
+    ``x + (-a)`` for ``x - a``: the same bits). Both are computed and one selected,
+    so a run of mixed inverse masses stays branch-free and vectorises (runs of one
+    inverse mass take the even kernels and skip the general form)."""
+    L = math.sqrt(dx * dx + dy * dy)
+    C = L - r
+    denom = wi + wj
+    ok = (denom > 0) & (L > eps) & (taut | (C >= 0))
+    s = -C / (denom * L if ok else one)
+    s = s if ok else zero
+    cx = s * dx
+    cy = s * dy
+    se = _even(L, r * half, half, eps, taut)
+    even = (wi == wj) & (wi > zero)
+    return ((se * dx) if even else -(wi * cx), (se * dy) if even else -(wi * cy),
+            -(se * dx) if even else wj * cx, -(se * dy) if even else wj * cy)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _same_w(wi, wj):  # pragma: no cover - compiled
+    """The inverse mass shared by every particle of ``wi`` and ``wj`` when there is
+    one and it is positive (the run takes the even split), else 0."""
+    if wi.size == 0:
+        return wi.dtype.type(0.0)
+    w0 = wi[0]
+    same = w0 > 0
+    for t in range(wi.size):
+        same &= (wi[t] == w0) & (wj[t] == w0)
+    return w0 if same else wi.dtype.type(0.0)
+
+
+@njit(cache=True, fastmath=False, inline="always")
+def _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam,
+                 k):  # pragma: no cover - compiled
+    """One XPBD projection of constraint ``k`` (see ``Constraints.project_numpy``)."""
+    i = ci[k]
+    j = cj[k]
+    dx = x[j, 0] - x[i, 0]
+    dy = x[j, 1] - x[i, 1]
+    L = math.sqrt(dx * dx + dy * dy)
+    at = compliance[k] * inv_h2
+    wi = w[i]
+    wj = w[j]
+    if at == 0 and wi == wj and wi > 0:
+        half = rest.dtype.type(0.5)
+        se = _even(L, rest[k] * half, half, rest.dtype.type(1e-12), kind[k] != ROPE)
+        x[i, 0] += se * dx
+        x[i, 1] += se * dy
+        x[j, 0] -= se * dx
+        x[j, 1] -= se * dy
+        return
+    C = L - rest[k]
+    if kind[k] == ROPE and C < 0:
+        return
+    denom = wi + wj + at
+    if denom <= 0 or L <= rest.dtype.type(1e-12):
+        return
+    num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
+    s = num / (denom * L)
+    lam[k] += s * L
+    cx = s * dx
+    cy = s * dy
+    x[i, 0] -= wi * cx
+    x[i, 1] -= wi * cy
+    x[j, 0] += wj * cx
+    x[j, 1] += wj * cy
+
+# Runs: the links of a batch sorted by (j - i, i) fall into long runs where i steps
+# by 1 (a row of vertical or diagonal cloth links, j = i + d) or by 2 with j = i + 1
+# (horizontal links, every other rope link). Over a run the particles are addressed
+# by offsets instead of index lists, and written so that LLVM vectorises the loops:
+# positions as a flat array (a 2-D row length unknown at compile time reads to LLVM
+# as a possible overlap between iterations) and views that start at the run
+# (non-negative offsets: no wraparound selects). Only rigid links run here (stiff
+# cloth, ropes): the compliant ones need their lambda and take the gather path.
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def _run_stride(xi, xj, wi, wj, rest, taut):  # pragma: no cover - compiled
+    """Rigid links between ``xi[t]`` and ``xj[t]`` (flat views of the positions of
+    particles ``i0 + t`` and ``i0 + d + t``), with their inverse masses and rest.
+
+    Its own function on purpose: with ``xi`` and ``xj`` as separate arguments LLVM
+    checks at run time that they do not overlap and runs the vector loop (inlined,
+    it sees one array at an unknown distance and gives up). When they do overlap
+    (a run longer than ``d``) the scalar loop runs, link after link: still exact,
+    since a batch's links share no particle.
+    """
+    # Constants in the positions' float type: a bare 1.0 would turn a float32
+    # world's arithmetic into float64 (numpy keeps it float32: the reference).
+    f = rest.dtype.type
+    half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
+    if _same_w(wi, wj) > 0:
+        for t in range(rest.size):
+            dx = xj[2 * t] - xi[2 * t]
+            dy = xj[2 * t + 1] - xi[2 * t + 1]
+            se = _even(math.sqrt(dx * dx + dy * dy), rest[t] * half, half, eps, taut)
+            xi[2 * t] += se * dx
+            xi[2 * t + 1] += se * dy
+            xj[2 * t] -= se * dx
+            xj[2 * t + 1] -= se * dy
+        return
+    for t in range(rest.size):
+        ax, ay, bx, by = _rigid(xj[2 * t] - xi[2 * t], xj[2 * t + 1] - xi[2 * t + 1],
+                                rest[t], wi[t], wj[t], taut, half, eps, one, zero)
+        xi[2 * t] += ax
+        xi[2 * t + 1] += ay
+        xj[2 * t] += bx
+        xj[2 * t + 1] += by
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
+    """Rigid links ``(i0 + 2t, i0 + 2t + 1)``: each owns four consecutive numbers
+    (the loop is ``_pairs_serial``'s, called on the run's views)."""
+    _pairs_serial(x.reshape(-1)[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
+                  rest[k0:k0 + n], not rope)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
+           c):  # pragma: no cover - compiled
+    mode, k0, n, i0, d, rope = (plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3],
+                                plan[c, 4], plan[c, 5] != 0)
+    if mode == RUN_PAIRS:
+        _run_pairs(x, w, rest, k0, n, i0, rope)
+    elif mode == RUN_STRIDE:
+        xf = x.reshape(-1)
+        j0 = i0 + d
+        _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)], w[i0:i0 + n],
+                    w[j0:j0 + n], rest[k0:k0 + n], not rope)
+    else:
+        for k in range(k0, k0 + n):
+            _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+           min_parallel):  # pragma: no cover - compiled
+    m = plan[:, 2]
+    for b in range(offsets.size - 1):
+        lo, hi = offsets[b], offsets[b + 1]
+        links = 0
+        for c in range(lo, hi):
+            links += m[c]
+        if links >= min_parallel and hi - lo > 1:
+            for c in prange(lo, hi):
+                _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+        else:
+            for c in range(lo, hi):
+                _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+def _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                    min_parallel):  # pragma: no cover - compiled
+    """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
+    each batch's rows of ``plan``; see ``Constraints._flat_batches``).
+
+    Batches run in order. A batch shares no particle, so any order within it gives
+    the numpy reference's numbers bit for bit (tested); batches of at least
+    ``min_parallel`` links spread their chunks over the cores (``prange``), smaller
+    ones run in one thread, where starting threads would cost more than it saves.
+    One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
+    inlined helpers ran up to 9x slower.
+    """
+    _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+           min_parallel)
+
+# The compiled frame works on planar copies of the positions (all x, then all y):
+# over a run the x and y of consecutive particles are then consecutive numbers, which
+# LLVM loads as whole vectors instead of unpicking interleaved pairs. Same arithmetic
+# per link as above, so the same bits; the copies in and out cost ~0.1 ms a frame of
+# the 200x200 cloth, the planar sweep saves ~1/3 of it.
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _stride_planar(X, Y, W, rest, i0, j0, k0, n, taut):  # pragma: no cover - compiled
+    """``_run_stride`` on planar positions: links ``k0 + t`` between slots ``i0 + t``
+    and ``j0 + t``. Whole arrays in, views made here: the views that ``_chunk_planar``
+    made and passed cost ~20 ns more a run (their reference counts and a call of
+    eight arrays), ~30 % of the sweep of runs of 32 links. LLVM checks at run time
+    that the views of ``i0`` and ``j0`` do not overlap and takes the vector loop."""
+    xa = X[i0:i0 + n]
+    ya = Y[i0:i0 + n]
+    xb = X[j0:j0 + n]
+    yb = Y[j0:j0 + n]
+    wi = W[i0:i0 + n]
+    wj = W[j0:j0 + n]
+    rs = rest[k0:k0 + n]
+    f = rest.dtype.type
+    half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
+    for t in range(n):
+        ax, ay, bx, by = _rigid(xb[t] - xa[t], yb[t] - ya[t], rs[t], wi[t], wj[t], taut,
+                                half, eps, one, zero)
+        xa[t] += ax
+        ya[t] += ay
+        xb[t] += bx
+        yb[t] += by
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _stride_planar_even(X, Y, rest, hr, i0, j0, k0, n,
+                        taut):  # pragma: no cover - compiled
+    """``_stride_planar`` for a run whose particles all have one positive inverse
+    mass: every link the even split, no inverse masses read, no general form
+    computed (the 200x200 cloth's sweep in float32 -25 %). ``hr``: half the rest
+    length all its links share (``run_rests``), read once; NaN: each link's own.
+    The 200x200 shear cloth's rest lengths are 0.6 MB in float32, twice its
+    positions: read every pass, they pushed the positions out of the core's cache
+    (a sweep 13-15 % slower). The test of ``hr`` is the same for every link: LLVM
+    makes two loops of this one."""
+    xa = X[i0:i0 + n]
+    ya = Y[i0:i0 + n]
+    xb = X[j0:j0 + n]
+    yb = Y[j0:j0 + n]
+    rs = rest[k0:k0 + n]
+    half, eps = rest.dtype.type(0.5), rest.dtype.type(1e-12)
+    shared = hr == hr
+    for t in range(n):
+        dx = xb[t] - xa[t]
+        dy = yb[t] - ya[t]
+        se = _even(math.sqrt(dx * dx + dy * dy), hr if shared else rs[t] * half, half,
+                   eps, taut)
+        xa[t] += se * dx
+        ya[t] += se * dy
+        xb[t] -= se * dx
+        yb[t] -= se * dy
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def run_rests(plan, rest):  # pragma: no cover - compiled
+    """Per row of ``plan``: half the rest length of a ``RUN_STRIDE`` run whose links
+    all have the same one (``rest[k] * 0.5``, as the kernels compute it), else NaN
+    (other rows, and runs of several lengths or a NaN one)."""
+    out = np.empty(plan.shape[0], rest.dtype)
+    half = rest.dtype.type(0.5)
+    for c in range(plan.shape[0]):
+        out[c] = np.nan
+        mode, k0, m = plan[c, 0], plan[c, 1], plan[c, 2]
+        if mode != RUN_STRIDE or m == 0:
+            continue
+        r0 = rest[k0]
+        same = True
+        for k in range(k0, k0 + m):
+            same &= rest[k] == r0
+        if same:
+            out[c] = r0 * half
+    return out
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _uniform_runs(W, plan, out):  # pragma: no cover - compiled
+    """``out[c]``: the inverse mass of every particle of run ``c`` of ``plan``
+    (``RUN_STRIDE`` or ``RUN_PAIRS``) when they all have the same one and it is
+    positive, else 0 (gathered rows: 0). Once a frame: the runs that are 1 take
+    the even split without looking at the masses again.
+
+    One pass counts the changes of ``W`` from slot to slot; a run of slots holds
+    one value when the count does not move over it. Testing each run's slots
+    instead read every link's two ends: 0.21 ms a frame of the 200x200 shear cloth
+    against 0.02 ms now. A NaN counts as a change (``!=``)."""
+    n = W.size
+    changes = np.empty(n, np.int32)
+    count = 0
+    if n:
+        changes[0] = 0
+    for k in range(1, n):
+        count += W[k] != W[k - 1]
+        changes[k] = count
+    for c in range(plan.shape[0]):
+        out[c] = 0
+        mode, m, i0 = plan[c, 0], plan[c, 2], plan[c, 3]
+        if mode != RUN_STRIDE and mode != RUN_PAIRS:
+            continue
+        w0 = W[i0]
+        if not w0 > 0:
+            continue
+        if mode == RUN_PAIRS:           # slots i0 .. i0 + 2m, side by side
+            if changes[i0 + 2 * m - 1] == changes[i0]:
+                out[c] = w0
+            continue
+        j0 = i0 + plan[c, 4]
+        if (W[j0] == w0 and changes[i0 + m - 1] == changes[i0]
+                and changes[j0 + m - 1] == changes[j0]):
+            out[c] = w0
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _pairs_planar(X, Y, W, rest, i0, k0, n, taut,
+                  even):  # pragma: no cover - compiled
+    """``_run_pairs`` on planar positions: links ``k0 + t`` between slots
+    ``i0 + 2t`` and ``i0 + 2t + 1`` (views made here, as in ``_stride_planar``);
+    ``even``: all of them have one positive inverse mass (``_uniform_runs``)."""
+    q = X[i0:i0 + 2 * n]
+    r = Y[i0:i0 + 2 * n]
+    ww = W[i0:i0 + 2 * n]
+    rs = rest[k0:k0 + n]
+    f = rest.dtype.type
+    half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
+    if even:
+        for t in range(n):
+            dx = q[2 * t + 1] - q[2 * t]
+            dy = r[2 * t + 1] - r[2 * t]
+            se = _even(math.sqrt(dx * dx + dy * dy), rs[t] * half, half, eps, taut)
+            q[2 * t] += se * dx
+            r[2 * t] += se * dy
+            q[2 * t + 1] -= se * dx
+            r[2 * t + 1] -= se * dy
+        return
+    for t in range(n):
+        xa = q[2 * t]
+        xb = q[2 * t + 1]
+        ya = r[2 * t]
+        yb = r[2 * t + 1]
+        ax, ay, bx, by = _rigid(xb - xa, yb - ya, rs[t], ww[2 * t], ww[2 * t + 1], taut,
+                                half, eps, one, zero)
+        q[2 * t] = xa + ax
+        r[2 * t] = ya + ay
+        q[2 * t + 1] = xb + bx
+        r[2 * t + 1] = yb + by
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0,
+                   n):  # pragma: no cover - compiled
+    """``_project_one`` for links ``k0 .. k0 + n`` on planar positions."""
+    eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
+    for k in range(k0, k0 + n):
         i = ci[k]
         j = cj[k]
-        dx = x[j, 0] - x[i, 0]
-        dy = x[j, 1] - x[i, 1]
+        dx = X[j] - X[i]
+        dy = Y[j] - Y[i]
         L = math.sqrt(dx * dx + dy * dy)
         at = compliance[k] * inv_h2
         wi = w[i]
         wj = w[j]
         if at == 0 and wi == wj and wi > 0:
-            half = rest.dtype.type(0.5)
-            se = _even(L, rest[k] * half, half, rest.dtype.type(1e-12), kind[k] != ROPE)
-            x[i, 0] += se * dx
-            x[i, 1] += se * dy
-            x[j, 0] -= se * dx
-            x[j, 1] -= se * dy
-            return
+            se = _even(L, rest[k] * half, half, eps, kind[k] != ROPE)
+            X[i] += se * dx
+            Y[i] += se * dy
+            X[j] -= se * dx
+            Y[j] -= se * dy
+            continue
         C = L - rest[k]
         if kind[k] == ROPE and C < 0:
-            return
+            continue
         denom = wi + wj + at
-        if denom <= 0 or L <= rest.dtype.type(1e-12):
-            return
+        if denom <= 0 or L <= eps:
+            continue
         num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
         s = num / (denom * L)
         lam[k] += s * L
         cx = s * dx
         cy = s * dy
+        X[i] -= wi * cx
+        Y[i] -= wi * cy
+        X[j] += wj * cx
+        Y[j] += wj * cy
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, uniform,
+                  hrest, c):  # pragma: no cover - compiled
+    mode, k0, n, i0, d = plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3], plan[c, 4]
+    taut = plan[c, 5] == 0
+    if mode == RUN_PAIRS:
+        _pairs_planar(X, Y, w, rest, i0, k0, n, taut, uniform[c] > 0)
+    elif mode == RUN_STRIDE:
+        if uniform[c] > 0:
+            _stride_planar_even(X, Y, rest, hrest[c], i0, i0 + d, k0, n, taut)
+        else:
+            _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
+    else:
+        _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0, n)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                  uniform, hrest, min_parallel):  # pragma: no cover - compiled
+    m = plan[:, 2]
+    for b in range(offsets.size - 1):
+        lo, hi = offsets[b], offsets[b + 1]
+        links = 0
+        for c in range(lo, hi):
+            links += m[c]
+        if links >= min_parallel and hi - lo > 1:
+            for c in prange(lo, hi):
+                _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
+                              plan, uniform, hrest, c)
+        else:
+            for c in range(lo, hi):
+                _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
+                              plan, uniform, hrest, c)
+
+# The frame's copies between the particles' rows ``(n, 2)`` and its planar slots.
+# A particle-by-particle loop through ``perm`` (a scatter) cannot be vectorised:
+# 0.15 ms in and 0.12 ms out for the 200x200 cloth in float32, a tenth of its frame.
+# ``copy_runs`` describes ``perm`` as runs that the loops below take as whole
+# vectors (0.06 and 0.06 ms).
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _pairs_at(perm, k, n):  # pragma: no cover - compiled
+    """Whether particles ``k .. k + 4`` start a run of pairs of ``copy_runs``."""
+    return k + 3 < n and perm[k + 2] == perm[k] + 1 and perm[k + 3] == perm[k + 1] + 1
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def copy_runs(perm, n):  # pragma: no cover - compiled
+    """``perm`` (particle ``k`` in slot ``perm[k]``; empty: slot ``k``) as runs
+    ``(k0, m, qa, qb)``: ``m > 0``, particles ``k0 .. k0 + m`` in slots ``qa ..
+    qa + m``; ``m < 0``, the ``2|m|`` particles from ``k0`` alternately in slots
+    ``qa + u`` and ``qb + u`` (a row of a grid in parity order,
+    ``Constraints.grid_order``). Any permutation: at worst runs of one particle."""
+    if perm.size == 0:
+        out = np.zeros((1 if n else 0, 4), np.int64)
+        if n:
+            out[0, 1] = n
+        return out
+    out = np.empty((n, 4), np.int64)
+    m = 0
+    k = 0
+    while k < n:
+        qa = perm[k]
+        if _pairs_at(perm, k, n):
+            qb = perm[k + 1]
+            t = 2
+            while (k + 2 * t + 1 < n and perm[k + 2 * t] == qa + t
+                   and perm[k + 2 * t + 1] == qb + t):
+                t += 1
+            out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, -t, qa, qb
+            k += 2 * t
+        else:
+            t = 1                       # up to where a run of pairs starts
+            while k + t < n and perm[k + t] == qa + t and not _pairs_at(perm, k + t, n):
+                t += 1
+            out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, t, qa, 0
+            k += t
+        m += 1
+    return out[:m].copy()
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _rows_in(x, X, Y, runs):  # pragma: no cover - compiled
+    """``X[slot], Y[slot] = x[k]`` over ``runs`` (``copy_runs``)."""
+    xf = x.reshape(-1)
+    for r in range(runs.shape[0]):
+        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
+        if m < 0:
+            m = -m
+            s = xf[2 * k0:2 * k0 + 4 * m]
+            Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
+            for u in range(m):
+                Xa[u] = s[4 * u]
+                Xb[u] = s[4 * u + 2]
+            for u in range(m):
+                Ya[u] = s[4 * u + 1]
+                Yb[u] = s[4 * u + 3]
+        else:
+            s = xf[2 * k0:2 * k0 + 2 * m]
+            Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
+            for u in range(m):
+                Xa[u] = s[2 * u]
+                Ya[u] = s[2 * u + 1]
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _values_in(w, W, runs):  # pragma: no cover - compiled
+    """``W[slot] = w[k]`` over ``runs``."""
+    for r in range(runs.shape[0]):
+        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
+        if m < 0:
+            m = -m
+            s = w[k0:k0 + 2 * m]
+            Wa, Wb = W[qa:qa + m], W[qb:qb + m]
+            for u in range(m):
+                Wa[u] = s[2 * u]
+                Wb[u] = s[2 * u + 1]
+        else:
+            # A loop, not ``W[qa:qa + m] = w[k0:k0 + m]``: inside ``_verlet_frame``
+            # (``parallel=True``) numba makes an array expression a parallel region,
+            # which waits for a second thread: on a machine with a busy process the
+            # 1,000-link rope's frame took 1.2-2.5 ms instead of 0.2.
+            Wa = W[qa:qa + m]
+            s = w[k0:k0 + m]
+            for u in range(m):
+                Wa[u] = s[u]
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+def _rows_out(x, X, Y, runs):  # pragma: no cover - compiled
+    """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``). Not
+    one function with a direction: each loop has few streams to store into (here
+    one, a pair's four numbers; there two per loop), as LLVM checks every stored
+    stream against the others before it takes the vector loop."""
+    xf = x.reshape(-1)
+    for r in range(runs.shape[0]):
+        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
+        if m < 0:
+            m = -m
+            s = xf[2 * k0:2 * k0 + 4 * m]
+            Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
+            for u in range(m):
+                s[4 * u] = Xa[u]
+                s[4 * u + 1] = Ya[u]
+                s[4 * u + 2] = Xb[u]
+                s[4 * u + 3] = Yb[u]
+        else:
+            s = xf[2 * k0:2 * k0 + 2 * m]
+            Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
+            for u in range(m):
+                s[2 * u] = Xa[u]
+                s[2 * u + 1] = Ya[u]
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
+                 inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
+                 min_parallel, perm, runs, hrest, planar):  # pragma: no cover - compiled
+    """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
+    force is a fixed field ``a`` and whose only corrections are constraints: what
+    ``pipeline.substep`` does, in one call instead of a few Python calls a substep.
+
+    Per substep ``s``: the position step (``verlet_positions``; the last substep as
+    ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin`` set to
+    ``kin_x``, ``lam`` zeroed if ``zero_lam``, ``iterations`` sweeps; then
+    ``v += (x - x_prev) * c1`` (``add_scaled_difference``). The same operations in
+    the same order as the Python path, so the same bits (tested). ``planar (9, n)``
+    is scratch: the frame runs on planar copies of ``x``, ``x_prev``, ``a``, ``w``
+    and ``v`` and writes ``x``, ``x_prev`` and ``v`` back at the end. ``perm``:
+    particle ``k`` sits in slot ``perm[k]`` of the copies, and ``ci``, ``cj`` and
+    ``plan`` address slots (``Constraints.frame_batches``: grids in parity order);
+    empty, slot ``k`` is particle ``k``; ``runs`` is ``copy_runs(perm, n)``, what the
+    copies in and out follow; ``hrest`` is ``run_rests(plan, rest)``. Each
+    substep's arithmetic is per particle and per link, so the slots change no bit.
+    Returns True; False, with ``x``, ``x_prev`` and ``v`` left as they were, when
+    some number of the result is not finite (what ``all_finite`` would say of what
+    it would have written): a world that steps this way needs no backup.
+    """
+    n = x.shape[0]
+    X, Y, PX, PY, AX, AY = (planar[0], planar[1], planar[2], planar[3], planar[4],
+                            planar[5])
+    W, VX, VY = planar[6], planar[7], planar[8]
+    moved = perm.size != 0
+    _rows_in(x, X, Y, runs)
+    _rows_in(x_prev, PX, PY, runs)
+    _rows_in(a, AX, AY, runs)
+    _values_in(w, W, runs)
+    # Runs whose particles share one inverse mass (fixed within a frame) take the
+    # even split without reading them (``_stride_planar_even``, ``_pairs_planar``).
+    uniform = np.empty(plan.shape[0], W.dtype)
+    _uniform_runs(W, plan, uniform)
+    zero = c1 - c1
+    steps = r.size
+    for s in range(steps):
+        rs = r[s]
+        cas = ca[s]
+        # New positions over the old ones, then the two swap roles (no copy).
+        if s == steps - 1:
+            for k in range(n):
+                back = X[k] - PX[k]
+                xn = AX[k] * cas + X[k] + back * rs
+                VX[k] = (xn - X[k]) * zero + -(back * c2)
+                PX[k] = xn
+            for k in range(n):
+                back = Y[k] - PY[k]
+                yn = AY[k] * cas + Y[k] + back * rs
+                VY[k] = (yn - Y[k]) * zero + -(back * c2)
+                PY[k] = yn
+        else:
+            for k in range(n):
+                PX[k] = AX[k] * cas + X[k] + (X[k] - PX[k]) * rs
+            for k in range(n):
+                PY[k] = AY[k] * cas + Y[k] + (Y[k] - PY[k]) * rs
+        X, PX = PX, X
+        Y, PY = PY, Y
+        for k in range(kin.size):
+            q = perm[kin[k]] if moved else kin[k]
+            X[q] = kin_x[k, 0]
+            Y[q] = kin_x[k, 1]
+        if zero_lam:        # a loop, not ``lam[:] = 0`` (see ``_values_in``)
+            for k in range(lam.size):
+                lam[k] = 0
+        for _ in range(iterations):
+            _sweep_planar(X, Y, W, ci, cj, rest, compliance, kind, plan, offsets,
+                          inv_h2, lam, uniform, hrest, min_parallel)
+    if steps == 0:                      # no substep wrote the velocity copy
+        _rows_in(v, VX, VY, runs)
+    # The finished velocity is finite exactly when the positions, the positions
+    # before and the velocity all are (a non-finite term makes it non-finite; a
+    # finite sum that overflows is a non-finite velocity): counted as it is made.
+    bad = 0
+    for q in range(n):
+        u = (X[q] - PX[q]) * c1 + VX[q]
+        VX[q] = u
+        bad += (u - u) != 0
+    for q in range(n):
+        u = (Y[q] - PY[q]) * c1 + VY[q]
+        VY[q] = u
+        bad += (u - u) != 0
+    if bad:
+        return False
+    _rows_out(x, X, Y, runs)
+    _rows_out(x_prev, PX, PY, runs)
+    _rows_out(v, VX, VY, runs)
+    return True
+
+
+@njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
+def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
+    """Softened all-pairs gravity (see ``forces.point_gravity``), into ``out (n, 2)``.
+
+    Each particle sums over all others; ``j == i`` contributes nothing (``r2 == 0``
+    only there, or for coincident particles without softening: a zero weight, not
+    ``0 / 0``). Written so that LLVM vectorises the inner loop: positions in planar
+    copies, the zero weight a select instead of a branch, and the sums allowed to
+    be reassociated (``fastmath={"reassoc"}``: four partial sums), which changes
+    them by rounding only; the numpy reference sums with ``einsum`` in an order of
+    its own, and the test compares the two to 1e-12. 1,000 bodies: 4.4 -> 1.1 ms.
+    """
+    n = x.shape[0]
+    X = np.empty(n)
+    Y = np.empty(n)
+    for k in range(n):
+        X[k] = x[k, 0]
+        Y[k] = x[k, 1]
+    for i in range(n):
+        xi = X[i]
+        yi = Y[i]
+        ax = 0.0
+        ay = 0.0
+        for j in range(n):
+            dx = X[j] - xi
+            dy = Y[j] - yi
+            r2 = dx * dx + dy * dy + e2
+            w = m[j] / (r2 * math.sqrt(r2))
+            w = w if r2 != 0.0 else 0.0
+            ax += w * dx
+            ay += w * dy
+        out[i, 0] = G * ax
+        out[i, 1] = G * ay
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def verlet_step(x, x_prev, a, r, ca, c1, c2, v):  # pragma: no cover - compiled
+    """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``),
+    the new positions written over ``x_prev``.
+
+    ``x+ = a*ca + x + back*r`` with ``back = x - x_prev``, and the three-point velocity
+    ``v = fwd*c1 + -(back*c2)`` with ``fwd = x+ - x``; ``c1 == 0`` leaves only
+    ``-(back*c2)`` for a caller that adds ``fwd*c1`` after correcting ``x+``. The
+    numpy reference's operations in its order, without its temporaries. Flat loops
+    (LLVM does not vectorise over ``(n, 2)`` rows, whose length it does not know),
+    and in place rather than into a separate output: an output that is ``x_prev``
+    fails LLVM's run-time overlap check and runs the scalar loop, 2x slower.
+    """
+    xf = x.reshape(-1)
+    pf = x_prev.reshape(-1)
+    af = a.reshape(-1)
+    vf = v.reshape(-1)
+    for k in range(xf.size):
+        back = xf[k] - pf[k]
+        xn = af[k] * ca + xf[k] + back * r
+        vf[k] = (xn - xf[k]) * c1 + -(back * c2)
+        pf[k] = xn
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def verlet_positions(x, x_prev, a, r, ca):  # pragma: no cover - compiled
+    """``verlet_step`` without the velocity: ``x+`` over ``x_prev``, same arithmetic."""
+    xf = x.reshape(-1)
+    pf = x_prev.reshape(-1)
+    af = a.reshape(-1)
+    for k in range(xf.size):
+        pf[k] = af[k] * ca + xf[k] + (xf[k] - pf[k]) * r
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def all_finite(x, v, x_prev):  # pragma: no cover - compiled
+    """``State.is_finite`` of three C-contiguous arrays in one pass each: ``a - a``
+    is 0 for a finite number, NaN otherwise, and the non-zero ones are counted (an
+    integer sum: a vector loop). A world checks this after every step: numpy's
+    three ``isfinite(...).all()`` cost 7 us on 256 particles, this ~0.6 us."""
+    for a in (x, v, x_prev):
+        f = a.reshape(-1)
+        bad = 0
+        for k in range(f.size):
+            bad += (f[k] - f[k]) != 0
+        if bad:
+            return False
+    return True
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def back_up(x, v, x_prev, w, bx, bv, bxp, bw, movable):  # pragma: no cover
+    """``World.step``'s backup in one call: ``x``, ``v``, ``x_prev`` and ``w`` copied
+    bit for bit into ``bx``, ``bv``, ``bxp``, ``bw`` (C-contiguous, same shapes), and
+    whether ``w > 0`` row by row is ``movable`` (the cached gravity field's rows: the
+    pins unchanged). A frame after a frame of drawing, numpy's four ``copyto``,
+    ``w > 0`` and ``array_equal`` cost ~35 us of the soft blob's Python around its
+    compiled frame (their calls, not their work: 256 rows)."""
+    for src, dst in ((x, bx), (v, bv), (x_prev, bxp)):
+        s = src.reshape(-1)
+        d = dst.reshape(-1)
+        for k in range(s.size):
+            d[k] = s[k]
+    for k in range(w.size):
+        bw[k] = w[k]
+    if movable.size != w.size:
+        return False
+    changed = 0
+    for k in range(w.size):
+        changed += (w[k] > 0) != movable[k]
+    return changed == 0
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def add_scaled_difference(v, x, x0, c):  # pragma: no cover - compiled
+    """``v += (x - x0) * c`` in one pass (``_PositionVerlet.finish_velocity``)."""
+    vf = v.reshape(-1)
+    xf = x.reshape(-1)
+    of = x0.reshape(-1)
+    for k in range(vf.size):
+        vf[k] = (xf[k] - of[k]) * c + vf[k]
+
+# The contact frame's links (``collide.solver.frame``) run in one thread, called
+# from a plain (not parallel) kernel, where the inlined helpers above compile to
+# code three to five times slower (measured on the soft blob's compliant links: ~30
+# ns a link through ``_project_one``): its own loops, written out, instead.
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def _pairs_serial(q, ww, rest, taut):  # pragma: no cover - compiled
+    """``_run_pairs`` on the flat positions ``q`` from particle ``i0`` (four
+    numbers a link) and their inverse masses ``ww``, not inlined."""
+    f = rest.dtype.type
+    half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
+    if _same_w(ww, ww) > 0:
+        for t in range(rest.size):
+            dx = q[4 * t + 2] - q[4 * t]
+            dy = q[4 * t + 3] - q[4 * t + 1]
+            se = _even(math.sqrt(dx * dx + dy * dy), rest[t] * half, half, eps, taut)
+            q[4 * t] += se * dx
+            q[4 * t + 1] += se * dy
+            q[4 * t + 2] -= se * dx
+            q[4 * t + 3] -= se * dy
+        return
+    for t in range(rest.size):
+        xa = q[4 * t]
+        ya = q[4 * t + 1]
+        xb = q[4 * t + 2]
+        yb = q[4 * t + 3]
+        ax, ay, bx, by = _rigid(xb - xa, yb - ya, rest[t], ww[2 * t], ww[2 * t + 1], taut,
+                                half, eps, one, zero)
+        q[4 * t] = xa + ax
+        q[4 * t + 1] = ya + ay
+        q[4 * t + 2] = xb + bx
+        q[4 * t + 3] = yb + by
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def link_factors(w, ci, cj, compliance, inv_h2, den, even):  # pragma: no cover
+    """What a link's projection needs of its ends' inverse masses, fixed for a
+    frame: ``den[k] = w_i + w_j + alpha~`` (the general form's denominator, the
+    reference's operations) and ``even[k]``, whether it takes the even split.
+    Returns whether some compliant link lost its compliance (``alpha~`` 0, below
+    ``inv_h2``'s reach): only then may a row of compliant sticks need the general
+    loop (``sweep_factored``'s ``lost``)."""
+    lost = False
+    for k in range(ci.size):
+        wi = w[ci[k]]
+        wj = w[cj[k]]
+        at = compliance[k] * inv_h2
+        den[k] = wi + wj + at
+        even[k] = (at == 0) & (wi == wj) & (wi > 0)
+        lost |= (at == 0) & (compliance[k] != 0)
+    return lost
+
+
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def _gather_factored(x, w, ci, cj, rest, compliance, kind, lam, inv_h2, den,
+                     even):  # pragma: no cover - compiled
+    """``_project_one`` for every link of the (sliced) arrays, in order, with the
+    factors of ``link_factors``: the inverse masses are read only to move the
+    ends, after the division (the soft blob's compliant links, ~8 -> ~6.5 ns a
+    link). Its own function over ``range(size)``: an index known to be
+    non-negative needs no wraparound test, which on six arrays a link cost a fifth
+    of the sweep."""
+    eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
+    for k in range(ci.size):
+        i = np.uint64(ci[k])        # unsigned: no wraparound test
+        j = np.uint64(cj[k])
+        dx = x[j, 0] - x[i, 0]
+        dy = x[j, 1] - x[i, 1]
+        L = math.sqrt(dx * dx + dy * dy)
+        if even[k]:
+            se = _even(L, rest[k] * half, half, eps, kind[k] != ROPE)
+            x[i, 0] += se * dx
+            x[i, 1] += se * dy
+            x[j, 0] -= se * dx
+            x[j, 1] -= se * dy
+            continue
+        C = L - rest[k]
+        if kind[k] == ROPE and C < 0:
+            continue
+        denom = den[k]
+        if denom <= 0 or L <= eps:
+            continue
+        at = compliance[k] * inv_h2
+        num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
+        s = num / (denom * L)
+        lam[k] += s * L
+        cx = s * dx
+        cy = s * dy
+        wi = w[i]
+        wj = w[j]
         x[i, 0] -= wi * cx
         x[i, 1] -= wi * cy
         x[j, 0] += wj * cx
         x[j, 1] += wj * cy
 
-    # Runs: the links of a batch sorted by (j - i, i) fall into long runs where i steps
-    # by 1 (a row of vertical or diagonal cloth links, j = i + d) or by 2 with j = i + 1
-    # (horizontal links, every other rope link). Over a run the particles are addressed
-    # by offsets instead of index lists, and written so that LLVM vectorises the loops:
-    # positions as a flat array (a 2-D row length unknown at compile time reads to LLVM
-    # as a possible overlap between iterations) and views that start at the run
-    # (non-negative offsets: no wraparound selects). Only rigid links run here (stiff
-    # cloth, ropes): the compliant ones need their lambda and take the gather path.
 
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def _run_stride(xi, xj, wi, wj, rest, taut):  # pragma: no cover - compiled
-        """Rigid links between ``xi[t]`` and ``xj[t]`` (flat views of the positions of
-        particles ``i0 + t`` and ``i0 + d + t``), with their inverse masses and rest.
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def _soft_holds(compliance, inv_h2, k0, n):  # pragma: no cover - compiled
+    """Whether every link ``k0 .. k0 + n`` keeps its compliance (``alpha~ != 0``):
+    a row of compliant sticks ``_gather_soft`` may take."""
+    rigid = False
+    for k in range(k0, k0 + n):  # no early exit: LLVM vectorises it without one
+        rigid |= compliance[k] * inv_h2 == 0
+    return not rigid
 
-        Its own function on purpose: with ``xi`` and ``xj`` as separate arguments LLVM
-        checks at run time that they do not overlap and runs the vector loop (inlined,
-        it sees one array at an unknown distance and gives up). When they do overlap
-        (a run longer than ``d``) the scalar loop runs, link after link: still exact,
-        since a batch's links share no particle.
-        """
-        # Constants in the positions' float type: a bare 1.0 would turn a float32
-        # world's arithmetic into float64 (numpy keeps it float32: the reference).
-        f = rest.dtype.type
-        half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
-        if _same_w(wi, wj) > 0:
-            for t in range(rest.size):
-                dx = xj[2 * t] - xi[2 * t]
-                dy = xj[2 * t + 1] - xi[2 * t + 1]
-                se = _even(math.sqrt(dx * dx + dy * dy), rest[t] * half, half, eps, taut)
-                xi[2 * t] += se * dx
-                xi[2 * t + 1] += se * dy
-                xj[2 * t] -= se * dx
-                xj[2 * t + 1] -= se * dy
-            return
-        for t in range(rest.size):
-            ax, ay, bx, by = _rigid(xj[2 * t] - xi[2 * t], xj[2 * t + 1] - xi[2 * t + 1],
-                                    rest[t], wi[t], wj[t], taut, half, eps, one, zero)
-            xi[2 * t] += ax
-            xi[2 * t + 1] += ay
-            xj[2 * t] += bx
-            xj[2 * t + 1] += by
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
-        """Rigid links ``(i0 + 2t, i0 + 2t + 1)``: each owns four consecutive numbers
-        (the loop is ``_pairs_serial``'s, called on the run's views)."""
-        _pairs_serial(x.reshape(-1)[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
-                      rest[k0:k0 + n], not rope)
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False, inline="always")
+def _soft_block(x, w, ci, cj, rest, cm, lam, inv_h2, den, start, m, ddx, ddy, sb,
+                lb):  # pragma: no cover - compiled
+    """``_gather_soft``'s three passes over the links ``start .. start + m``
+    (``m`` at most the scratch rows' length)."""
+    eps = rest.dtype.type(1e-12)
+    zero = eps - eps
+    for t in range(m):                          # gather
+        k = start + np.uint64(t)
+        i = np.uint64(ci[k])
+        j = np.uint64(cj[k])
+        ddx[t] = x[j, 0] - x[i, 0]
+        ddy[t] = x[j, 1] - x[i, 1]
+    for t in range(m):                          # project: vector instructions
+        k = start + np.uint64(t)
+        dx = ddx[t]
+        dy = ddy[t]
+        L = math.sqrt(dx * dx + dy * dy)
+        s = (-(L - rest[k]) - cm[k] * inv_h2 * lam[k]) / (den[k] * L)
+        skip = (den[k] <= 0) | (L <= eps)
+        sb[t] = zero if skip else s
+        lb[t] = zero if skip else L         # the scatter's test: lb <= eps
+        # Adding 0 keeps a multiplier's bits: they start at +0, and sums from
+        # +0 are never -0 (a select here stopped LLVM's vectoriser).
+        lam[k] += zero if skip else s * L
+    for t in range(m):                          # scatter
+        if lb[t] <= eps:
+            continue
+        k = start + np.uint64(t)
+        i = np.uint64(ci[k])
+        j = np.uint64(cj[k])
+        s = sb[t]
+        cx = s * ddx[t]
+        cy = s * ddy[t]
+        wi = w[i]
+        wj = w[j]
+        x[i, 0] -= wi * cx
+        x[i, 1] -= wi * cy
+        x[j, 0] += wj * cx
+        x[j, 1] += wj * cy
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
-               c):  # pragma: no cover - compiled
-        mode, k0, n, i0, d, rope = (plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3],
-                                    plan[c, 4], plan[c, 5] != 0)
-        if mode == RUN_PAIRS:
-            _run_pairs(x, w, rest, k0, n, i0, rope)
-        elif mode == RUN_STRIDE:
-            xf = x.reshape(-1)
-            j0 = i0 + d
-            _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)], w[i0:i0 + n],
-                        w[j0:j0 + n], rest[k0:k0 + n], not rope)
-        else:
-            for k in range(k0, k0 + n):
-                _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-               min_parallel):  # pragma: no cover - compiled
-        m = plan[:, 2]
-        for b in range(offsets.size - 1):
-            lo, hi = offsets[b], offsets[b + 1]
-            links = 0
-            for c in range(lo, hi):
-                links += m[c]
-            if links >= min_parallel and hi - lo > 1:
-                for c in prange(lo, hi):
-                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
-            else:
-                for c in range(lo, hi):
-                    _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
+                 buf):  # pragma: no cover - compiled
+    """``_gather_factored`` for the row of compliant sticks (``GATHER_SOFT``) of
+    links ``k0 .. k0 + n``, all keeping their compliance (``_soft_holds``): no
+    even split, no rope test.
 
-    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
-    def _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                        min_parallel):  # pragma: no cover - compiled
-        """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
-        each batch's rows of ``plan``; see ``Constraints._flat_batches``).
+    A row's links are independent (one colour), so the work may be ordered freely:
+    blocks of ``buf.shape[1]`` links in three passes (``_soft_block``), the ends'
+    differences gathered into ``buf``, the projection over those contiguous rows
+    (LLVM makes the square roots and divisions vector instructions: 4.3 -> 1.1 ns
+    a link here, the divider being the scalar loop's bound), the moves scattered.
+    The operations of each link are the reference's, so the bits are too (tested).
+    The soft blob's sweep in a compiled loop: 9.9-10.1 -> 7.9-8.2 us a pass. Whole
+    arrays and unsigned indices: slicing seven arrays a row cost ~0.1 us. A row of
+    one block (the common case) is its own inlined copy: in the block loop LLVM
+    made the passes ~10 % slower (soft blob, 4.2 -> 3.8 us a pass with the
+    compliance check moved to ``link_factors``)."""
+    B = buf.shape[1]
+    start = np.uint64(k0)
+    if n <= B:
+        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den, start, n,
+                    buf[0], buf[1], buf[2], buf[3])
+        return
+    for b0 in range(0, n, B):
+        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den,
+                    start + np.uint64(b0), min(B, n - b0), buf[0], buf[1], buf[2],
+                    buf[3])
 
-        Batches run in order. A batch shares no particle, so any order within it gives
-        the numpy reference's numbers bit for bit (tested); batches of at least
-        ``min_parallel`` links spread their chunks over the cores (``prange``), smaller
-        ones run in one thread, where starting threads would cost more than it saves.
-        One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
-        inlined helpers ran up to 9x slower.
-        """
-        _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-               min_parallel)
 
-    # The compiled frame works on planar copies of the positions (all x, then all y):
-    # over a run the x and y of consecutive particles are then consecutive numbers, which
-    # LLVM loads as whole vectors instead of unpicking interleaved pairs. Same arithmetic
-    # per link as above, so the same bits; the copies in and out cost ~0.1 ms a frame of
-    # the 200x200 cloth, the planar sweep saves ~1/3 of it.
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def _stride_planar(X, Y, W, rest, i0, j0, k0, n, taut):  # pragma: no cover - compiled
-        """``_run_stride`` on planar positions: links ``k0 + t`` between slots ``i0 + t``
-        and ``j0 + t``. Whole arrays in, views made here: the views that ``_chunk_planar``
-        made and passed cost ~20 ns more a run (their reference counts and a call of
-        eight arrays), ~30 % of the sweep of runs of 32 links. LLVM checks at run time
-        that the views of ``i0`` and ``j0`` do not overlap and takes the vector loop."""
-        xa = X[i0:i0 + n]
-        ya = Y[i0:i0 + n]
-        xb = X[j0:j0 + n]
-        yb = Y[j0:j0 + n]
-        wi = W[i0:i0 + n]
-        wj = W[j0:j0 + n]
-        rs = rest[k0:k0 + n]
-        f = rest.dtype.type
-        half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
-        for t in range(n):
-            ax, ay, bx, by = _rigid(xb[t] - xa[t], yb[t] - ya[t], rs[t], wi[t], wj[t], taut,
-                                    half, eps, one, zero)
-            xa[t] += ax
-            ya[t] += ay
-            xb[t] += bx
-            yb[t] += by
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def _stride_planar_even(X, Y, rest, hr, i0, j0, k0, n,
-                            taut):  # pragma: no cover - compiled
-        """``_stride_planar`` for a run whose particles all have one positive inverse
-        mass: every link the even split, no inverse masses read, no general form
-        computed (the 200x200 cloth's sweep in float32 -25 %). ``hr``: half the rest
-        length all its links share (``run_rests``), read once; NaN: each link's own.
-        The 200x200 shear cloth's rest lengths are 0.6 MB in float32, twice its
-        positions: read every pass, they pushed the positions out of the core's cache
-        (a sweep 13-15 % slower). The test of ``hr`` is the same for every link: LLVM
-        makes two loops of this one."""
-        xa = X[i0:i0 + n]
-        ya = Y[i0:i0 + n]
-        xb = X[j0:j0 + n]
-        yb = Y[j0:j0 + n]
-        rs = rest[k0:k0 + n]
-        half, eps = rest.dtype.type(0.5), rest.dtype.type(1e-12)
-        shared = hr == hr
-        for t in range(n):
-            dx = xb[t] - xa[t]
-            dy = yb[t] - ya[t]
-            se = _even(math.sqrt(dx * dx + dy * dy), hr if shared else rs[t] * half, half,
-                       eps, taut)
-            xa[t] += se * dx
-            ya[t] += se * dy
-            xb[t] -= se * dx
-            yb[t] -= se * dy
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def run_rests(plan, rest):  # pragma: no cover - compiled
-        """Per row of ``plan``: half the rest length of a ``RUN_STRIDE`` run whose links
-        all have the same one (``rest[k] * 0.5``, as the kernels compute it), else NaN
-        (other rows, and runs of several lengths or a NaN one)."""
-        out = np.empty(plan.shape[0], rest.dtype)
-        half = rest.dtype.type(0.5)
-        for c in range(plan.shape[0]):
-            out[c] = np.nan
-            mode, k0, m = plan[c, 0], plan[c, 1], plan[c, 2]
-            if mode != RUN_STRIDE or m == 0:
-                continue
-            r0 = rest[k0]
-            same = True
-            for k in range(k0, k0 + m):
-                same &= rest[k] == r0
-            if same:
-                out[c] = r0 * half
-        return out
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def _uniform_runs(W, plan, out):  # pragma: no cover - compiled
-        """``out[c]``: the inverse mass of every particle of run ``c`` of ``plan``
-        (``RUN_STRIDE`` or ``RUN_PAIRS``) when they all have the same one and it is
-        positive, else 0 (gathered rows: 0). Once a frame: the runs that are 1 take
-        the even split without looking at the masses again.
-
-        One pass counts the changes of ``W`` from slot to slot; a run of slots holds
-        one value when the count does not move over it. Testing each run's slots
-        instead read every link's two ends: 0.21 ms a frame of the 200x200 shear cloth
-        against 0.02 ms now. A NaN counts as a change (``!=``)."""
-        n = W.size
-        changes = np.empty(n, np.int32)
-        count = 0
-        if n:
-            changes[0] = 0
-        for k in range(1, n):
-            count += W[k] != W[k - 1]
-            changes[k] = count
-        for c in range(plan.shape[0]):
-            out[c] = 0
-            mode, m, i0 = plan[c, 0], plan[c, 2], plan[c, 3]
-            if mode != RUN_STRIDE and mode != RUN_PAIRS:
-                continue
-            w0 = W[i0]
-            if not w0 > 0:
-                continue
-            if mode == RUN_PAIRS:           # slots i0 .. i0 + 2m, side by side
-                if changes[i0 + 2 * m - 1] == changes[i0]:
-                    out[c] = w0
-                continue
+@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
+def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
+                   even, buf, lost):  # pragma: no cover - compiled
+    """One XPBD sweep in one thread: the rows of ``plan`` in order (batch after
+    batch), runs by ``_run_stride`` / ``_pairs_serial``, gathered rows link after
+    link by ``_gather_factored`` with the frame's ``link_factors``, rows of
+    compliant sticks by ``_gather_soft`` in ``buf`` (``soft_scratch``), those
+    with a link that lost its compliance (only checked when ``link_factors``
+    said ``lost``) by ``_gather_factored``. The same bits as ``_project_batches``
+    (tested)."""
+    xf = x.reshape(-1)
+    for c in range(plan.shape[0]):
+        mode = plan[c, 0]
+        k0 = plan[c, 1]
+        n = plan[c, 2]
+        i0 = plan[c, 3]
+        if mode == RUN_STRIDE:
             j0 = i0 + plan[c, 4]
-            if (W[j0] == w0 and changes[i0 + m - 1] == changes[i0]
-                    and changes[j0 + m - 1] == changes[j0]):
-                out[c] = w0
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def _pairs_planar(X, Y, W, rest, i0, k0, n, taut,
-                      even):  # pragma: no cover - compiled
-        """``_run_pairs`` on planar positions: links ``k0 + t`` between slots
-        ``i0 + 2t`` and ``i0 + 2t + 1`` (views made here, as in ``_stride_planar``);
-        ``even``: all of them have one positive inverse mass (``_uniform_runs``)."""
-        q = X[i0:i0 + 2 * n]
-        r = Y[i0:i0 + 2 * n]
-        ww = W[i0:i0 + 2 * n]
-        rs = rest[k0:k0 + n]
-        f = rest.dtype.type
-        half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
-        if even:
-            for t in range(n):
-                dx = q[2 * t + 1] - q[2 * t]
-                dy = r[2 * t + 1] - r[2 * t]
-                se = _even(math.sqrt(dx * dx + dy * dy), rs[t] * half, half, eps, taut)
-                q[2 * t] += se * dx
-                r[2 * t] += se * dy
-                q[2 * t + 1] -= se * dx
-                r[2 * t + 1] -= se * dy
-            return
-        for t in range(n):
-            xa = q[2 * t]
-            xb = q[2 * t + 1]
-            ya = r[2 * t]
-            yb = r[2 * t + 1]
-            ax, ay, bx, by = _rigid(xb - xa, yb - ya, rs[t], ww[2 * t], ww[2 * t + 1], taut,
-                                    half, eps, one, zero)
-            q[2 * t] = xa + ax
-            r[2 * t] = ya + ay
-            q[2 * t + 1] = xb + bx
-            r[2 * t + 1] = yb + by
-
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0,
-                       n):  # pragma: no cover - compiled
-        """``_project_one`` for links ``k0 .. k0 + n`` on planar positions."""
-        eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
-        for k in range(k0, k0 + n):
-            i = ci[k]
-            j = cj[k]
-            dx = X[j] - X[i]
-            dy = Y[j] - Y[i]
-            L = math.sqrt(dx * dx + dy * dy)
-            at = compliance[k] * inv_h2
-            wi = w[i]
-            wj = w[j]
-            if at == 0 and wi == wj and wi > 0:
-                se = _even(L, rest[k] * half, half, eps, kind[k] != ROPE)
-                X[i] += se * dx
-                Y[i] += se * dy
-                X[j] -= se * dx
-                Y[j] -= se * dy
-                continue
-            C = L - rest[k]
-            if kind[k] == ROPE and C < 0:
-                continue
-            denom = wi + wj + at
-            if denom <= 0 or L <= eps:
-                continue
-            num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
-            s = num / (denom * L)
-            lam[k] += s * L
-            cx = s * dx
-            cy = s * dy
-            X[i] -= wi * cx
-            Y[i] -= wi * cy
-            X[j] += wj * cx
-            Y[j] += wj * cy
-
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, uniform,
-                      hrest, c):  # pragma: no cover - compiled
-        mode, k0, n, i0, d = plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3], plan[c, 4]
-        taut = plan[c, 5] == 0
+            _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)],
+                        w[i0:i0 + n], w[j0:j0 + n], rest[k0:k0 + n], plan[c, 5] == 0)
+            continue
         if mode == RUN_PAIRS:
-            _pairs_planar(X, Y, w, rest, i0, k0, n, taut, uniform[c] > 0)
-        elif mode == RUN_STRIDE:
-            if uniform[c] > 0:
-                _stride_planar_even(X, Y, rest, hrest[c], i0, i0 + d, k0, n, taut)
-            else:
-                _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
-        else:
-            _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0, n)
+            _pairs_serial(xf[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
+                          rest[k0:k0 + n], plan[c, 5] == 0)
+            continue
+        if mode == GATHER_SOFT and (not lost
+                                    or _soft_holds(compliance, inv_h2, k0, n)):
+            _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n, buf)
+            continue
+        ks = slice(k0, k0 + n)
+        _gather_factored(x, w, ci[ks], cj[ks], rest[ks], compliance[ks], kind[ks],
+                         lam[ks], inv_h2, den[ks], even[ks])
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                      uniform, hrest, min_parallel):  # pragma: no cover - compiled
-        m = plan[:, 2]
-        for b in range(offsets.size - 1):
-            lo, hi = offsets[b], offsets[b + 1]
-            links = 0
-            for c in range(lo, hi):
-                links += m[c]
-            if links >= min_parallel and hi - lo > 1:
-                for c in prange(lo, hi):
-                    _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                                  plan, uniform, hrest, c)
-            else:
-                for c in range(lo, hi):
-                    _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                                  plan, uniform, hrest, c)
 
-    # The frame's copies between the particles' rows ``(n, 2)`` and its planar slots.
-    # A particle-by-particle loop through ``perm`` (a scatter) cannot be vectorised:
-    # 0.15 ms in and 0.12 ms out for the 200x200 cloth in float32, a tenth of its frame.
-    # ``copy_runs`` describes ``perm`` as runs that the loops below take as whole
-    # vectors (0.06 and 0.06 ms).
+@njit(cache=True, fastmath=False, error_model="numpy")
+def sweep_serial(x, w, ci, cj, rest, compliance, kind, plan, inv_h2,
+                 lam):  # pragma: no cover - compiled
+    """``sweep_factored`` with this sweep's ``link_factors`` (the contact frame
+    computes them once a frame)."""
+    den = np.empty(ci.size, rest.dtype)
+    even = np.empty(ci.size, np.bool_)
+    lost = link_factors(w, ci, cj, compliance, inv_h2, den, even)
+    sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even,
+                   soft_scratch(x), lost)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _pairs_at(perm, k, n):  # pragma: no cover - compiled
-        """Whether particles ``k .. k + 4`` start a run of pairs of ``copy_runs``."""
-        return k + 3 < n and perm[k + 2] == perm[k] + 1 and perm[k + 3] == perm[k + 1] + 1
 
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def copy_runs(perm, n):  # pragma: no cover - compiled
-        """``perm`` (particle ``k`` in slot ``perm[k]``; empty: slot ``k``) as runs
-        ``(k0, m, qa, qb)``: ``m > 0``, particles ``k0 .. k0 + m`` in slots ``qa ..
-        qa + m``; ``m < 0``, the ``2|m|`` particles from ``k0`` alternately in slots
-        ``qa + u`` and ``qb + u`` (a row of a grid in parity order,
-        ``Constraints.grid_order``). Any permutation: at worst runs of one particle."""
-        if perm.size == 0:
-            out = np.zeros((1 if n else 0, 4), np.int64)
-            if n:
-                out[0, 1] = n
-            return out
-        out = np.empty((n, 4), np.int64)
-        m = 0
-        k = 0
-        while k < n:
-            qa = perm[k]
-            if _pairs_at(perm, k, n):
-                qb = perm[k + 1]
-                t = 2
-                while (k + 2 * t + 1 < n and perm[k + 2 * t] == qa + t
-                       and perm[k + 2 * t + 1] == qb + t):
-                    t += 1
-                out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, -t, qa, qb
-                k += 2 * t
-            else:
-                t = 1                       # up to where a run of pairs starts
-                while k + t < n and perm[k + t] == qa + t and not _pairs_at(perm, k + t, n):
-                    t += 1
-                out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, t, qa, 0
-                k += t
-            m += 1
-        return out[:m].copy()
+@njit(cache=True, fastmath=False, error_model="numpy")
+def soft_scratch(x):  # pragma: no cover - compiled
+    """``sweep_factored``'s ``buf``: blocks of 256 compliant sticks (rows: the
+    differences, ``s`` and ``L``; 8 KB in float64, in the first-level cache)."""
+    return np.empty((4, 256), x.dtype)
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _rows_in(x, X, Y, runs):  # pragma: no cover - compiled
-        """``X[slot], Y[slot] = x[k]`` over ``runs`` (``copy_runs``)."""
-        xf = x.reshape(-1)
-        for r in range(runs.shape[0]):
-            k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-            if m < 0:
-                m = -m
-                s = xf[2 * k0:2 * k0 + 4 * m]
-                Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
-                for u in range(m):
-                    Xa[u] = s[4 * u]
-                    Xb[u] = s[4 * u + 2]
-                for u in range(m):
-                    Ya[u] = s[4 * u + 1]
-                    Yb[u] = s[4 * u + 3]
-            else:
-                s = xf[2 * k0:2 * k0 + 2 * m]
-                Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
-                for u in range(m):
-                    Xa[u] = s[2 * u]
-                    Ya[u] = s[2 * u + 1]
+_planar: dict = {}
+_NO_PERM = np.zeros(0, np.int64)
+_derived: dict = {}
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _values_in(w, W, runs):  # pragma: no cover - compiled
-        """``W[slot] = w[k]`` over ``runs``."""
-        for r in range(runs.shape[0]):
-            k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-            if m < 0:
-                m = -m
-                s = w[k0:k0 + 2 * m]
-                Wa, Wb = W[qa:qa + m], W[qb:qb + m]
-                for u in range(m):
-                    Wa[u] = s[2 * u]
-                    Wb[u] = s[2 * u + 1]
-            else:
-                # A loop, not ``W[qa:qa + m] = w[k0:k0 + m]``: inside ``_verlet_frame``
-                # (``parallel=True``) numba makes an array expression a parallel region,
-                # which waits for a second thread: on a machine with a busy process the
-                # 1,000-link rope's frame took 1.2-2.5 ms instead of 0.2.
-                Wa = W[qa:qa + m]
-                s = w[k0:k0 + m]
-                for u in range(m):
-                    Wa[u] = s[u]
 
-    @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    def _rows_out(x, X, Y, runs):  # pragma: no cover - compiled
-        """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``). Not
-        one function with a direction: each loop has few streams to store into (here
-        one, a pair's four numbers; there two per loop), as LLVM checks every stored
-        stream against the others before it takes the vector loop."""
-        xf = x.reshape(-1)
-        for r in range(runs.shape[0]):
-            k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-            if m < 0:
-                m = -m
-                s = xf[2 * k0:2 * k0 + 4 * m]
-                Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
-                for u in range(m):
-                    s[4 * u] = Xa[u]
-                    s[4 * u + 1] = Ya[u]
-                    s[4 * u + 2] = Xb[u]
-                    s[4 * u + 3] = Yb[u]
-            else:
-                s = xf[2 * k0:2 * k0 + 2 * m]
-                Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
-                for u in range(m):
-                    s[2 * u] = Xa[u]
-                    s[2 * u + 1] = Ya[u]
+def _kept(make, a, b):
+    """``make(a, b)``, kept while ``a`` and ``b`` are the same objects (the links'
+    frame tables keep theirs; they are held here, so their ids are not reused), or
+    for an int ``b`` the same number: ``copy_runs(perm, n)``, ``run_rests(plan,
+    rest)``. ~0.5 us a call (a general form with ``*args``: 4)."""
+    key = (make, id(a), b if type(b) is int else id(b))
+    hit = _derived.get(key)
+    if hit is not None and hit[0] is a and (type(b) is int or hit[1] is b):
+        return hit[2]
+    if len(_derived) > 16:
+        _derived.clear()
+    out = make(a, b)
+    _derived[key] = (a, b, out)
+    return out
 
-    @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
-    def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
-                     inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                     min_parallel, perm, runs, hrest, planar):  # pragma: no cover - compiled
-        """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
-        force is a fixed field ``a`` and whose only corrections are constraints: what
-        ``pipeline.substep`` does, in one call instead of a few Python calls a substep.
 
-        Per substep ``s``: the position step (``verlet_positions``; the last substep as
-        ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin`` set to
-        ``kin_x``, ``lam`` zeroed if ``zero_lam``, ``iterations`` sweeps; then
-        ``v += (x - x_prev) * c1`` (``add_scaled_difference``). The same operations in
-        the same order as the Python path, so the same bits (tested). ``planar (9, n)``
-        is scratch: the frame runs on planar copies of ``x``, ``x_prev``, ``a``, ``w``
-        and ``v`` and writes ``x``, ``x_prev`` and ``v`` back at the end. ``perm``:
-        particle ``k`` sits in slot ``perm[k]`` of the copies, and ``ci``, ``cj`` and
-        ``plan`` address slots (``Constraints.frame_batches``: grids in parity order);
-        empty, slot ``k`` is particle ``k``; ``runs`` is ``copy_runs(perm, n)``, what the
-        copies in and out follow; ``hrest`` is ``run_rests(plan, rest)``. Each
-        substep's arithmetic is per particle and per link, so the slots change no bit.
-        Returns True; False, with ``x``, ``x_prev`` and ``v`` left as they were, when
-        some number of the result is not finite (what ``all_finite`` would say of what
-        it would have written): a world that steps this way needs no backup.
-        """
-        n = x.shape[0]
-        X, Y, PX, PY, AX, AY = (planar[0], planar[1], planar[2], planar[3], planar[4],
-                                planar[5])
-        W, VX, VY = planar[6], planar[7], planar[8]
-        moved = perm.size != 0
-        _rows_in(x, X, Y, runs)
-        _rows_in(x_prev, PX, PY, runs)
-        _rows_in(a, AX, AY, runs)
-        _values_in(w, W, runs)
-        # Runs whose particles share one inverse mass (fixed within a frame) take the
-        # even split without reading them (``_stride_planar_even``, ``_pairs_planar``).
-        uniform = np.empty(plan.shape[0], W.dtype)
-        _uniform_runs(W, plan, uniform)
-        zero = c1 - c1
-        steps = r.size
-        for s in range(steps):
-            rs = r[s]
-            cas = ca[s]
-            # New positions over the old ones, then the two swap roles (no copy).
-            if s == steps - 1:
-                for k in range(n):
-                    back = X[k] - PX[k]
-                    xn = AX[k] * cas + X[k] + back * rs
-                    VX[k] = (xn - X[k]) * zero + -(back * c2)
-                    PX[k] = xn
-                for k in range(n):
-                    back = Y[k] - PY[k]
-                    yn = AY[k] * cas + Y[k] + back * rs
-                    VY[k] = (yn - Y[k]) * zero + -(back * c2)
-                    PY[k] = yn
-            else:
-                for k in range(n):
-                    PX[k] = AX[k] * cas + X[k] + (X[k] - PX[k]) * rs
-                for k in range(n):
-                    PY[k] = AY[k] * cas + Y[k] + (Y[k] - PY[k]) * rs
-            X, PX = PX, X
-            Y, PY = PY, Y
-            for k in range(kin.size):
-                q = perm[kin[k]] if moved else kin[k]
-                X[q] = kin_x[k, 0]
-                Y[q] = kin_x[k, 1]
-            if zero_lam:        # a loop, not ``lam[:] = 0`` (see ``_values_in``)
-                for k in range(lam.size):
-                    lam[k] = 0
-            for _ in range(iterations):
-                _sweep_planar(X, Y, W, ci, cj, rest, compliance, kind, plan, offsets,
-                              inv_h2, lam, uniform, hrest, min_parallel)
-        if steps == 0:                      # no substep wrote the velocity copy
-            _rows_in(v, VX, VY, runs)
-        # The finished velocity is finite exactly when the positions, the positions
-        # before and the velocity all are (a non-finite term makes it non-finite; a
-        # finite sum that overflows is a non-finite velocity): counted as it is made.
-        bad = 0
-        for q in range(n):
-            u = (X[q] - PX[q]) * c1 + VX[q]
-            VX[q] = u
-            bad += (u - u) != 0
-        for q in range(n):
-            u = (Y[q] - PY[q]) * c1 + VY[q]
-            VY[q] = u
-            bad += (u - u) != 0
-        if bad:
-            return False
-        _rows_out(x, X, Y, runs)
-        _rows_out(x_prev, PX, PY, runs)
-        _rows_out(v, VX, VY, runs)
-        return True
+def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                    min_parallel):
+    """``_project_batches`` with the number of threads chosen by ``cores.POLICY``
+    when ``min_parallel`` lies between the two fixed ends: 1 (every batch over the
+    cores) and ``2**62`` (one thread); ``Constraints.kernel_args`` gives such a
+    threshold for its "auto" backend."""
+    if not 1 < min_parallel < 2**62:
+        _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2,
+                         lam, min_parallel)
+        return
+    key = ("sweep", ci.size, x.dtype.char)
+    par = cores.POLICY.parallel(key, ci.size)
+    t0 = time.perf_counter()
+    _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
+                     min_parallel if par else 2**62)
+    cores.POLICY.record(key, par, time.perf_counter() - t0)
 
-    @njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
-    def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
-        """Softened all-pairs gravity (see ``forces.point_gravity``), into ``out (n, 2)``.
 
-        Each particle sums over all others; ``j == i`` contributes nothing (``r2 == 0``
-        only there, or for coincident particles without softening: a zero weight, not
-        ``0 / 0``). Written so that LLVM vectorises the inner loop: positions in planar
-        copies, the zero weight a select instead of a branch, and the sums allowed to
-        be reassociated (``fastmath={"reassoc"}``: four partial sums), which changes
-        them by rounding only; the numpy reference sums with ``einsum`` in an order of
-        its own, and the test compares the two to 1e-12. 1,000 bodies: 4.4 -> 1.1 ms.
-        """
-        n = x.shape[0]
-        X = np.empty(n)
-        Y = np.empty(n)
-        for k in range(n):
-            X[k] = x[k, 0]
-            Y[k] = x[k, 1]
-        for i in range(n):
-            xi = X[i]
-            yi = Y[i]
-            ax = 0.0
-            ay = 0.0
-            for j in range(n):
-                dx = X[j] - xi
-                dy = Y[j] - yi
-                r2 = dx * dx + dy * dy + e2
-                w = m[j] / (r2 * math.sqrt(r2))
-                w = w if r2 != 0.0 else 0.0
-                ax += w * dx
-                ay += w * dy
-            out[i, 0] = G * ax
-            out[i, 1] = G * ay
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def verlet_step(x, x_prev, a, r, ca, c1, c2, v):  # pragma: no cover - compiled
-        """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``),
-        the new positions written over ``x_prev``.
-
-        ``x+ = a*ca + x + back*r`` with ``back = x - x_prev``, and the three-point velocity
-        ``v = fwd*c1 + -(back*c2)`` with ``fwd = x+ - x``; ``c1 == 0`` leaves only
-        ``-(back*c2)`` for a caller that adds ``fwd*c1`` after correcting ``x+``. The
-        numpy reference's operations in its order, without its temporaries. Flat loops
-        (LLVM does not vectorise over ``(n, 2)`` rows, whose length it does not know),
-        and in place rather than into a separate output: an output that is ``x_prev``
-        fails LLVM's run-time overlap check and runs the scalar loop, 2x slower.
-        """
-        xf = x.reshape(-1)
-        pf = x_prev.reshape(-1)
-        af = a.reshape(-1)
-        vf = v.reshape(-1)
-        for k in range(xf.size):
-            back = xf[k] - pf[k]
-            xn = af[k] * ca + xf[k] + back * r
-            vf[k] = (xn - xf[k]) * c1 + -(back * c2)
-            pf[k] = xn
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def verlet_positions(x, x_prev, a, r, ca):  # pragma: no cover - compiled
-        """``verlet_step`` without the velocity: ``x+`` over ``x_prev``, same arithmetic."""
-        xf = x.reshape(-1)
-        pf = x_prev.reshape(-1)
-        af = a.reshape(-1)
-        for k in range(xf.size):
-            pf[k] = af[k] * ca + xf[k] + (xf[k] - pf[k]) * r
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def all_finite(x, v, x_prev):  # pragma: no cover - compiled
-        """``State.is_finite`` of three C-contiguous arrays in one pass each: ``a - a``
-        is 0 for a finite number, NaN otherwise, and the non-zero ones are counted (an
-        integer sum: a vector loop). A world checks this after every step: numpy's
-        three ``isfinite(...).all()`` cost 7 us on 256 particles, this ~0.6 us."""
-        for a in (x, v, x_prev):
-            f = a.reshape(-1)
-            bad = 0
-            for k in range(f.size):
-                bad += (f[k] - f[k]) != 0
-            if bad:
-                return False
-        return True
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def back_up(x, v, x_prev, w, bx, bv, bxp, bw, movable):  # pragma: no cover
-        """``World.step``'s backup in one call: ``x``, ``v``, ``x_prev`` and ``w`` copied
-        bit for bit into ``bx``, ``bv``, ``bxp``, ``bw`` (C-contiguous, same shapes), and
-        whether ``w > 0`` row by row is ``movable`` (the cached gravity field's rows: the
-        pins unchanged). A frame after a frame of drawing, numpy's four ``copyto``,
-        ``w > 0`` and ``array_equal`` cost ~35 us of the soft blob's Python around its
-        compiled frame (their calls, not their work: 256 rows)."""
-        for src, dst in ((x, bx), (v, bv), (x_prev, bxp)):
-            s = src.reshape(-1)
-            d = dst.reshape(-1)
-            for k in range(s.size):
-                d[k] = s[k]
-        for k in range(w.size):
-            bw[k] = w[k]
-        if movable.size != w.size:
-            return False
-        changed = 0
-        for k in range(w.size):
-            changed += (w[k] > 0) != movable[k]
-        return changed == 0
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def add_scaled_difference(v, x, x0, c):  # pragma: no cover - compiled
-        """``v += (x - x0) * c`` in one pass (``_PositionVerlet.finish_velocity``)."""
-        vf = v.reshape(-1)
-        xf = x.reshape(-1)
-        of = x0.reshape(-1)
-        for k in range(vf.size):
-            vf[k] = (xf[k] - of[k]) * c + vf[k]
-
-    # The contact frame's links (``collide.solver.frame``) run in one thread, called
-    # from a plain (not parallel) kernel, where the inlined helpers above compile to
-    # code three to five times slower (measured on the soft blob's compliant links: ~30
-    # ns a link through ``_project_one``): its own loops, written out, instead.
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def _pairs_serial(q, ww, rest, taut):  # pragma: no cover - compiled
-        """``_run_pairs`` on the flat positions ``q`` from particle ``i0`` (four
-        numbers a link) and their inverse masses ``ww``, not inlined."""
-        f = rest.dtype.type
-        half, eps, one, zero = f(0.5), f(1e-12), f(1.0), f(0.0)
-        if _same_w(ww, ww) > 0:
-            for t in range(rest.size):
-                dx = q[4 * t + 2] - q[4 * t]
-                dy = q[4 * t + 3] - q[4 * t + 1]
-                se = _even(math.sqrt(dx * dx + dy * dy), rest[t] * half, half, eps, taut)
-                q[4 * t] += se * dx
-                q[4 * t + 1] += se * dy
-                q[4 * t + 2] -= se * dx
-                q[4 * t + 3] -= se * dy
-            return
-        for t in range(rest.size):
-            xa = q[4 * t]
-            ya = q[4 * t + 1]
-            xb = q[4 * t + 2]
-            yb = q[4 * t + 3]
-            ax, ay, bx, by = _rigid(xb - xa, yb - ya, rest[t], ww[2 * t], ww[2 * t + 1], taut,
-                                    half, eps, one, zero)
-            q[4 * t] = xa + ax
-            q[4 * t + 1] = ya + ay
-            q[4 * t + 2] = xb + bx
-            q[4 * t + 3] = yb + by
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def link_factors(w, ci, cj, compliance, inv_h2, den, even):  # pragma: no cover
-        """What a link's projection needs of its ends' inverse masses, fixed for a
-        frame: ``den[k] = w_i + w_j + alpha~`` (the general form's denominator, the
-        reference's operations) and ``even[k]``, whether it takes the even split.
-        Returns whether some compliant link lost its compliance (``alpha~`` 0, below
-        ``inv_h2``'s reach): only then may a row of compliant sticks need the general
-        loop (``sweep_factored``'s ``lost``)."""
-        lost = False
-        for k in range(ci.size):
-            wi = w[ci[k]]
-            wj = w[cj[k]]
-            at = compliance[k] * inv_h2
-            den[k] = wi + wj + at
-            even[k] = (at == 0) & (wi == wj) & (wi > 0)
-            lost |= (at == 0) & (compliance[k] != 0)
-        return lost
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def _gather_factored(x, w, ci, cj, rest, compliance, kind, lam, inv_h2, den,
-                         even):  # pragma: no cover - compiled
-        """``_project_one`` for every link of the (sliced) arrays, in order, with the
-        factors of ``link_factors``: the inverse masses are read only to move the
-        ends, after the division (the soft blob's compliant links, ~8 -> ~6.5 ns a
-        link). Its own function over ``range(size)``: an index known to be
-        non-negative needs no wraparound test, which on six arrays a link cost a fifth
-        of the sweep."""
-        eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
-        for k in range(ci.size):
-            i = np.uint64(ci[k])        # unsigned: no wraparound test
-            j = np.uint64(cj[k])
-            dx = x[j, 0] - x[i, 0]
-            dy = x[j, 1] - x[i, 1]
-            L = math.sqrt(dx * dx + dy * dy)
-            if even[k]:
-                se = _even(L, rest[k] * half, half, eps, kind[k] != ROPE)
-                x[i, 0] += se * dx
-                x[i, 1] += se * dy
-                x[j, 0] -= se * dx
-                x[j, 1] -= se * dy
-                continue
-            C = L - rest[k]
-            if kind[k] == ROPE and C < 0:
-                continue
-            denom = den[k]
-            if denom <= 0 or L <= eps:
-                continue
-            at = compliance[k] * inv_h2
-            num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
-            s = num / (denom * L)
-            lam[k] += s * L
-            cx = s * dx
-            cy = s * dy
-            wi = w[i]
-            wj = w[j]
-            x[i, 0] -= wi * cx
-            x[i, 1] -= wi * cy
-            x[j, 0] += wj * cx
-            x[j, 1] += wj * cy
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def _soft_holds(compliance, inv_h2, k0, n):  # pragma: no cover - compiled
-        """Whether every link ``k0 .. k0 + n`` keeps its compliance (``alpha~ != 0``):
-        a row of compliant sticks ``_gather_soft`` may take."""
-        rigid = False
-        for k in range(k0, k0 + n):  # no early exit: LLVM vectorises it without one
-            rigid |= compliance[k] * inv_h2 == 0
-        return not rigid
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False, inline="always")
-    def _soft_block(x, w, ci, cj, rest, cm, lam, inv_h2, den, start, m, ddx, ddy, sb,
-                    lb):  # pragma: no cover - compiled
-        """``_gather_soft``'s three passes over the links ``start .. start + m``
-        (``m`` at most the scratch rows' length)."""
-        eps = rest.dtype.type(1e-12)
-        zero = eps - eps
-        for t in range(m):                          # gather
-            k = start + np.uint64(t)
-            i = np.uint64(ci[k])
-            j = np.uint64(cj[k])
-            ddx[t] = x[j, 0] - x[i, 0]
-            ddy[t] = x[j, 1] - x[i, 1]
-        for t in range(m):                          # project: vector instructions
-            k = start + np.uint64(t)
-            dx = ddx[t]
-            dy = ddy[t]
-            L = math.sqrt(dx * dx + dy * dy)
-            s = (-(L - rest[k]) - cm[k] * inv_h2 * lam[k]) / (den[k] * L)
-            skip = (den[k] <= 0) | (L <= eps)
-            sb[t] = zero if skip else s
-            lb[t] = zero if skip else L         # the scatter's test: lb <= eps
-            # Adding 0 keeps a multiplier's bits: they start at +0, and sums from
-            # +0 are never -0 (a select here stopped LLVM's vectoriser).
-            lam[k] += zero if skip else s * L
-        for t in range(m):                          # scatter
-            if lb[t] <= eps:
-                continue
-            k = start + np.uint64(t)
-            i = np.uint64(ci[k])
-            j = np.uint64(cj[k])
-            s = sb[t]
-            cx = s * ddx[t]
-            cy = s * ddy[t]
-            wi = w[i]
-            wj = w[j]
-            x[i, 0] -= wi * cx
-            x[i, 1] -= wi * cy
-            x[j, 0] += wj * cx
-            x[j, 1] += wj * cy
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
-                     buf):  # pragma: no cover - compiled
-        """``_gather_factored`` for the row of compliant sticks (``GATHER_SOFT``) of
-        links ``k0 .. k0 + n``, all keeping their compliance (``_soft_holds``): no
-        even split, no rope test.
-
-        A row's links are independent (one colour), so the work may be ordered freely:
-        blocks of ``buf.shape[1]`` links in three passes (``_soft_block``), the ends'
-        differences gathered into ``buf``, the projection over those contiguous rows
-        (LLVM makes the square roots and divisions vector instructions: 4.3 -> 1.1 ns
-        a link here, the divider being the scalar loop's bound), the moves scattered.
-        The operations of each link are the reference's, so the bits are too (tested).
-        The soft blob's sweep in a compiled loop: 9.9-10.1 -> 7.9-8.2 us a pass. Whole
-        arrays and unsigned indices: slicing seven arrays a row cost ~0.1 us. A row of
-        one block (the common case) is its own inlined copy: in the block loop LLVM
-        made the passes ~10 % slower (soft blob, 4.2 -> 3.8 us a pass with the
-        compliance check moved to ``link_factors``)."""
-        B = buf.shape[1]
-        start = np.uint64(k0)
-        if n <= B:
-            _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den, start, n,
-                        buf[0], buf[1], buf[2], buf[3])
-            return
-        for b0 in range(0, n, B):
-            _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den,
-                        start + np.uint64(b0), min(B, n - b0), buf[0], buf[1], buf[2],
-                        buf[3])
-
-    @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-    def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
-                       even, buf, lost):  # pragma: no cover - compiled
-        """One XPBD sweep in one thread: the rows of ``plan`` in order (batch after
-        batch), runs by ``_run_stride`` / ``_pairs_serial``, gathered rows link after
-        link by ``_gather_factored`` with the frame's ``link_factors``, rows of
-        compliant sticks by ``_gather_soft`` in ``buf`` (``soft_scratch``), those
-        with a link that lost its compliance (only checked when ``link_factors``
-        said ``lost``) by ``_gather_factored``. The same bits as ``_project_batches``
-        (tested)."""
-        xf = x.reshape(-1)
-        for c in range(plan.shape[0]):
-            mode = plan[c, 0]
-            k0 = plan[c, 1]
-            n = plan[c, 2]
-            i0 = plan[c, 3]
-            if mode == RUN_STRIDE:
-                j0 = i0 + plan[c, 4]
-                _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)],
-                            w[i0:i0 + n], w[j0:j0 + n], rest[k0:k0 + n], plan[c, 5] == 0)
-                continue
-            if mode == RUN_PAIRS:
-                _pairs_serial(xf[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
-                              rest[k0:k0 + n], plan[c, 5] == 0)
-                continue
-            if mode == GATHER_SOFT and (not lost
-                                        or _soft_holds(compliance, inv_h2, k0, n)):
-                _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n, buf)
-                continue
-            ks = slice(k0, k0 + n)
-            _gather_factored(x, w, ci[ks], cj[ks], rest[ks], compliance[ks], kind[ks],
-                             lam[ks], inv_h2, den[ks], even[ks])
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def sweep_serial(x, w, ci, cj, rest, compliance, kind, plan, inv_h2,
-                     lam):  # pragma: no cover - compiled
-        """``sweep_factored`` with this sweep's ``link_factors`` (the contact frame
-        computes them once a frame)."""
-        den = np.empty(ci.size, rest.dtype)
-        even = np.empty(ci.size, np.bool_)
-        lost = link_factors(w, ci, cj, compliance, inv_h2, den, even)
-        sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even,
-                       soft_scratch(x), lost)
-
-    @njit(cache=True, fastmath=False, error_model="numpy")
-    def soft_scratch(x):  # pragma: no cover - compiled
-        """``sweep_factored``'s ``buf``: blocks of 256 compliant sticks (rows: the
-        differences, ``s`` and ``L``; 8 KB in float64, in the first-level cache)."""
-        return np.empty((4, 256), x.dtype)
-
-    _planar: dict = {}
-    _NO_PERM = np.zeros(0, np.int64)
-    _derived: dict = {}
-
-    def _kept(make, a, b):
-        """``make(a, b)``, kept while ``a`` and ``b`` are the same objects (the links'
-        frame tables keep theirs; they are held here, so their ids are not reused), or
-        for an int ``b`` the same number: ``copy_runs(perm, n)``, ``run_rests(plan,
-        rest)``. ~0.5 us a call (a general form with ``*args``: 4)."""
-        key = (make, id(a), b if type(b) is int else id(b))
-        hit = _derived.get(key)
-        if hit is not None and hit[0] is a and (type(b) is int or hit[1] is b):
-            return hit[2]
-        if len(_derived) > 16:
-            _derived.clear()
-        out = make(a, b)
-        _derived[key] = (a, b, out)
-        return out
-
-    def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                        min_parallel):
-        """``_project_batches`` with the number of threads chosen by ``cores.POLICY``
-        when ``min_parallel`` lies between the two fixed ends: 1 (every batch over the
-        cores) and ``2**62`` (one thread); ``Constraints.kernel_args`` gives such a
-        threshold for its "auto" backend."""
-        if not 1 < min_parallel < 2**62:
-            _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2,
-                             lam, min_parallel)
-            return
-        key = ("sweep", ci.size, x.dtype.char)
-        par = cores.POLICY.parallel(key, ci.size)
-        t0 = time.perf_counter()
-        _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                         min_parallel if par else 2**62)
+def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
+                 inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
+                 min_parallel, perm=None) -> bool:
+    """``_verlet_frame`` with its planar scratch (kept per size and float type) and
+    the threads chosen as in :func:`project_batches`; ``perm`` the slots of the
+    particles in it (None or empty: their own order). Returns whether the frame
+    was finite and written (False: ``x``, ``x_prev`` and ``v`` as they were)."""
+    if perm is None:
+        perm = _NO_PERM
+    n = x.shape[0]
+    skey = (n, x.dtype.char)
+    planar = _planar.get(skey)
+    if planar is None:
+        if len(_planar) > 8:
+            _planar.clear()
+        planar = _planar[skey] = np.empty((9, n), x.dtype)
+    auto = 1 < min_parallel < 2**62
+    key = ("frame", ci.size, n, x.dtype.char, r.size, iterations)
+    par = cores.POLICY.parallel(key, ci.size) if auto else min_parallel == 1
+    t0 = time.perf_counter()
+    ok = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
+                       offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin,
+                       kin_x, (min_parallel if par else 2**62) if auto else min_parallel,
+                       perm, _kept(copy_runs, perm, n), _kept(run_rests, plan, rest),
+                       planar)
+    if auto:
         cores.POLICY.record(key, par, time.perf_counter() - t0)
-
-    def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
-                     inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                     min_parallel, perm=None) -> bool:
-        """``_verlet_frame`` with its planar scratch (kept per size and float type) and
-        the threads chosen as in :func:`project_batches`; ``perm`` the slots of the
-        particles in it (None or empty: their own order). Returns whether the frame
-        was finite and written (False: ``x``, ``x_prev`` and ``v`` as they were)."""
-        if perm is None:
-            perm = _NO_PERM
-        n = x.shape[0]
-        skey = (n, x.dtype.char)
-        planar = _planar.get(skey)
-        if planar is None:
-            if len(_planar) > 8:
-                _planar.clear()
-            planar = _planar[skey] = np.empty((9, n), x.dtype)
-        auto = 1 < min_parallel < 2**62
-        key = ("frame", ci.size, n, x.dtype.char, r.size, iterations)
-        par = cores.POLICY.parallel(key, ci.size) if auto else min_parallel == 1
-        t0 = time.perf_counter()
-        ok = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
-                           offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin,
-                           kin_x, (min_parallel if par else 2**62) if auto else min_parallel,
-                           perm, _kept(copy_runs, perm, n), _kept(run_rests, plan, rest),
-                           planar)
-        if auto:
-            cores.POLICY.record(key, par, time.perf_counter() - t0)
-        return bool(ok)
-else:  # pragma: no cover
-    project_batches = None
-    point_gravity = None
-    verlet_step = None
-    verlet_positions = None
-    verlet_frame = None
-    add_scaled_difference = None
-    sweep_serial = None
-    back_up = None
+    return bool(ok)
 
 
 def warm_up(dtypes=("float64", "float32")) -> None:
@@ -1067,7 +1090,7 @@ def warm_up(dtypes=("float64", "float32")) -> None:
     problem, for worlds of the float types ``dtypes`` (``warmup.warm_up`` does the
     contact kernels too). From the cache well under a second; the first time ~10 s a
     float type on a 2-core machine."""
-    if not INSTALLED:
+    if not backend.runnable():
         return
     for dtype in (np.dtype(d).type for d in dtypes):
         x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], dtype)

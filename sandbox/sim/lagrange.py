@@ -173,124 +173,128 @@ class Options:
 
 # --------------------------------------------------------------------------- the links
 
-if backend.INSTALLED:
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _band_solve(band, p, b):  # pragma: no cover - compiled
-        """``A^-1 b`` for a band matrix, ``band[r, p + c - r] = A[r, c]`` for ``|c - r| <=
-        p``: Gaussian elimination without pivoting (``J W J^T`` is symmetric positive
-        definite; SHAKE's ``J(x) W J(x_n)^T`` is close to it), ``O(m p^2)``."""
-        m = b.size
-        a = band.copy()
-        x = b.copy()
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _band_solve(band, p, b):  # pragma: no cover - compiled
+    """``A^-1 b`` for a band matrix, ``band[r, p + c - r] = A[r, c]`` for ``|c - r| <=
+    p``: Gaussian elimination without pivoting (``J W J^T`` is symmetric positive
+    definite; SHAKE's ``J(x) W J(x_n)^T`` is close to it), ``O(m p^2)``."""
+    m = b.size
+    a = band.copy()
+    x = b.copy()
+    for k in range(m):
+        piv = a[k, p]
+        for r in range(k + 1, min(k + p + 1, m)):
+            f = a[r, p + k - r] / piv
+            if f != 0.0:
+                for c in range(k + 1, min(k + p + 1, m)):
+                    a[r, p + c - r] -= f * a[k, p + c - k]
+                x[r] -= f * x[k]
+    for k in range(m - 1, -1, -1):
+        s = x[k]
+        for c in range(k + 1, min(k + p + 1, m)):
+            s -= a[k, p + c - k] * x[c]
+        x[k] = s / a[k, p]
+    return x
+
+
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _diff_into(out, x, i, j):  # pragma: no cover - compiled
+    for k in range(i.size):
+        out[k, 0] = x[j[k], 0] - x[i[k], 0]
+        out[k, 1] = x[j[k], 1] - x[i[k], 1]
+
+
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _band_matrix(d, e, rows, cols, gains, flat, m, width):  # pragma: no cover
+    band = np.zeros(m * width)
+    for t in range(rows.size):
+        r = rows[t]
+        c = cols[t]
+        band[flat[t]] += gains[t] * (d[r, 0] * e[c, 0] + d[r, 1] * e[c, 1])
+    return band.reshape((m, width))
+
+
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _spread_into(out, lam, e, i, j, w, sign):  # pragma: no cover - compiled
+    """``out += sign * W J^T lam`` with ``J`` the rows ``e``."""
+    for k in range(i.size):
+        fx = sign * lam[k] * e[k, 0]
+        fy = sign * lam[k] * e[k, 1]
+        a = i[k]
+        b = j[k]
+        out[b, 0] += w[b] * fx
+        out[b, 1] += w[b] * fy
+        out[a, 0] -= w[a] * fx
+        out[a, 1] -= w[a] * fy
+
+
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _project_positions(x, direction, fixed, i, j, rest2, w, rows, cols, gains, flat,
+                       p, width, tol, max_iter):  # pragma: no cover - compiled
+    """:meth:`RigidLinks.project_positions` in one call; returns the iterations."""
+    m = i.size
+    d = np.empty((m, 2))
+    e = np.empty((m, 2))
+    rhs = np.empty(m)
+    if fixed:
+        _diff_into(e, direction, i, j)
+    for it in range(max_iter):
+        _diff_into(d, x, i, j)
+        done = True
         for k in range(m):
-            piv = a[k, p]
-            for r in range(k + 1, min(k + p + 1, m)):
-                f = a[r, p + k - r] / piv
-                if f != 0.0:
-                    for c in range(k + 1, min(k + p + 1, m)):
-                        a[r, p + c - r] -= f * a[k, p + c - k]
-                    x[r] -= f * x[k]
-        for k in range(m - 1, -1, -1):
-            s = x[k]
-            for c in range(k + 1, min(k + p + 1, m)):
-                s -= a[k, p + c - k] * x[c]
-            x[k] = s / a[k, p]
-        return x
-
-
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _diff_into(out, x, i, j):  # pragma: no cover - compiled
-        for k in range(i.size):
-            out[k, 0] = x[j[k], 0] - x[i[k], 0]
-            out[k, 1] = x[j[k], 1] - x[i[k], 1]
-
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _band_matrix(d, e, rows, cols, gains, flat, m, width):  # pragma: no cover
-        band = np.zeros(m * width)
-        for t in range(rows.size):
-            r = rows[t]
-            c = cols[t]
-            band[flat[t]] += gains[t] * (d[r, 0] * e[c, 0] + d[r, 1] * e[c, 1])
-        return band.reshape((m, width))
-
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _spread_into(out, lam, e, i, j, w, sign):  # pragma: no cover - compiled
-        """``out += sign * W J^T lam`` with ``J`` the rows ``e``."""
-        for k in range(i.size):
-            fx = sign * lam[k] * e[k, 0]
-            fy = sign * lam[k] * e[k, 1]
-            a = i[k]
-            b = j[k]
-            out[b, 0] += w[b] * fx
-            out[b, 1] += w[b] * fy
-            out[a, 0] -= w[a] * fx
-            out[a, 1] -= w[a] * fy
-
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _project_positions(x, direction, fixed, i, j, rest2, w, rows, cols, gains, flat,
-                           p, width, tol, max_iter):  # pragma: no cover - compiled
-        """:meth:`RigidLinks.project_positions` in one call; returns the iterations."""
-        m = i.size
-        d = np.empty((m, 2))
-        e = np.empty((m, 2))
-        rhs = np.empty(m)
-        if fixed:
-            _diff_into(e, direction, i, j)
-        for it in range(max_iter):
-            _diff_into(d, x, i, j)
-            done = True
-            for k in range(m):
-                g = 0.5 * (d[k, 0] * d[k, 0] + d[k, 1] * d[k, 1] - rest2[k])
-                rhs[k] = -g
-                r = g / rest2[k]
-                if not abs(r) <= tol:
-                    done = False
-                if not np.isfinite(r):
-                    return it
-            if done:
+            g = 0.5 * (d[k, 0] * d[k, 0] + d[k, 1] * d[k, 1] - rest2[k])
+            rhs[k] = -g
+            r = g / rest2[k]
+            if not abs(r) <= tol:
+                done = False
+            if not np.isfinite(r):
                 return it
-            if not fixed:
-                e[:, :] = d
-            band = _band_matrix(d, e, rows, cols, gains, flat, m, width)
-            delta = _band_solve(band, p, rhs)
-            _spread_into(x, delta, e, i, j, w, 1.0)
-        return max_iter
+        if done:
+            return it
+        if not fixed:
+            e[:, :] = d
+        band = _band_matrix(d, e, rows, cols, gains, flat, m, width)
+        delta = _band_solve(band, p, rhs)
+        _spread_into(x, delta, e, i, j, w, 1.0)
+    return max_iter
 
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _project_velocities(x, v, i, j, w, rows, cols, gains, flat, p,
-                            width):  # pragma: no cover - compiled
-        m = i.size
-        d = np.empty((m, 2))
-        _diff_into(d, x, i, j)
-        rhs = np.empty(m)
-        for k in range(m):
-            rhs[k] = (d[k, 0] * (v[j[k], 0] - v[i[k], 0])
-                      + d[k, 1] * (v[j[k], 1] - v[i[k], 1]))
-        mu = _band_solve(_band_matrix(d, d, rows, cols, gains, flat, m, width), p, rhs)
-        _spread_into(v, mu, d, i, j, w, -1.0)
 
-    @backend.njit(cache=True, fastmath=False, error_model="numpy")
-    def _accel(a_free, x, v, i, j, rest2, w, rows, cols, gains, flat, p, width,
-               k):  # pragma: no cover - compiled
-        m = i.size
-        d = np.empty((m, 2))
-        _diff_into(d, x, i, j)
-        rhs = np.empty(m)
-        for q in range(m):
-            a = i[q]
-            b = j[q]
-            dvx = v[b, 0] - v[a, 0]
-            dvy = v[b, 1] - v[a, 1]
-            r = -(d[q, 0] * (a_free[b, 0] - a_free[a, 0])
-                  + d[q, 1] * (a_free[b, 1] - a_free[a, 1]) + dvx * dvx + dvy * dvy)
-            if k != 0.0:
-                g = 0.5 * (d[q, 0] * d[q, 0] + d[q, 1] * d[q, 1] - rest2[q])
-                r -= 2.0 * k * (d[q, 0] * dvx + d[q, 1] * dvy) + k * k * g
-            rhs[q] = r
-        lam = _band_solve(_band_matrix(d, d, rows, cols, gains, flat, m, width), p, rhs)
-        out = a_free.copy()
-        _spread_into(out, lam, d, i, j, w, 1.0)
-        return out
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _project_velocities(x, v, i, j, w, rows, cols, gains, flat, p,
+                        width):  # pragma: no cover - compiled
+    m = i.size
+    d = np.empty((m, 2))
+    _diff_into(d, x, i, j)
+    rhs = np.empty(m)
+    for k in range(m):
+        rhs[k] = (d[k, 0] * (v[j[k], 0] - v[i[k], 0])
+                  + d[k, 1] * (v[j[k], 1] - v[i[k], 1]))
+    mu = _band_solve(_band_matrix(d, d, rows, cols, gains, flat, m, width), p, rhs)
+    _spread_into(v, mu, d, i, j, w, -1.0)
+
+
+@backend.njit(cache=True, fastmath=False, error_model="numpy")
+def _accel(a_free, x, v, i, j, rest2, w, rows, cols, gains, flat, p, width,
+           k):  # pragma: no cover - compiled
+    m = i.size
+    d = np.empty((m, 2))
+    _diff_into(d, x, i, j)
+    rhs = np.empty(m)
+    for q in range(m):
+        a = i[q]
+        b = j[q]
+        dvx = v[b, 0] - v[a, 0]
+        dvy = v[b, 1] - v[a, 1]
+        r = -(d[q, 0] * (a_free[b, 0] - a_free[a, 0])
+              + d[q, 1] * (a_free[b, 1] - a_free[a, 1]) + dvx * dvx + dvy * dvy)
+        if k != 0.0:
+            g = 0.5 * (d[q, 0] * d[q, 0] + d[q, 1] * d[q, 1] - rest2[q])
+            r -= 2.0 * k * (d[q, 0] * dvx + d[q, 1] * dvy) + k * k * g
+        rhs[q] = r
+    lam = _band_solve(_band_matrix(d, d, rows, cols, gains, flat, m, width), p, rhs)
+    out = a_free.copy()
+    _spread_into(out, lam, d, i, j, w, 1.0)
+    return out
 
 
 class RigidLinks:
@@ -401,7 +405,7 @@ class RigidLinks:
         """``A^-1 b`` for ``A`` in band storage."""
         if self.p == 0:
             return b / band[:, 0]
-        if backend.INSTALLED and backend.usable("kernels"):
+        if backend.compiled("auto"):
             return _band_solve(band, self.p, b)
         return np.linalg.solve(self.dense(band), b)
 
@@ -428,11 +432,13 @@ class RigidLinks:
 
     # --- the solvers ---------------------------------------------------------------------
 
-    #: False: always the numpy reference (the tests compare the two).
-    compiled = True
+    #: One of ``backend.BACKENDS`` for the solvers below: "auto" (compiled when the
+    #: kernels may run), "compiled", or "numpy" (the reference; the tests compare the
+    #: two). :meth:`solve` follows "auto" whatever this says.
+    backend = "auto"
 
     def _kernels(self) -> bool:
-        return self.compiled and backend.INSTALLED and backend.usable("kernels")
+        return backend.compiled(self.backend)
 
     def _structure(self) -> tuple:
         return (self.rows, self.cols, self.gains, self.flat, self.p, self.width)
@@ -502,7 +508,7 @@ def warm_up() -> None:
 
     Without it the first switch to "lagrange" or "rattle" on a cold cache compiles in
     the frame (about 10 s here); with a warm cache a first call loads in ~0.1 s."""
-    if not backend.INSTALLED:
+    if not backend.runnable():
         return
     with backend.loading():
         rl = RigidLinks([0, 1], [1, 2], [1.0, 1.0], np.array([0.0, 1.0, 1.0]))

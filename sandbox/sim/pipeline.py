@@ -194,7 +194,7 @@ def compiled_frame(world, scratch: Scratch, hs: float, n: int, h: float) -> bool
     p, cfg, integ, c = world.particles, world.config, world.integrator, world.constraints
     scratch.lane = None
     contacts = world.has_contacts
-    if not (scratch.compile_frames and kernels.AVAILABLE and (len(c) or contacts)
+    if not (scratch.compile_frames and backend.compiled("auto") and (len(c) or contacts)
             and world.gravity_only and world.mouse is None and world.ledger is None):
         return False
     # The integrator's own frame: its coefficients, or None when it has no compiled
@@ -256,8 +256,7 @@ def end_step(world, backup: tuple, h: float, contiguous: bool = False) -> None:
     p = world.particles
     x, v, xp = p.x, p.v, p.x_prev
     if not (kernels.all_finite(x, v, xp)
-            if contiguous or (kernels.AVAILABLE and x.flags.c_contiguous
-                              and v.flags.c_contiguous and xp.flags.c_contiguous)
+            if contiguous or (backend.compiled("auto") and backend.fits(x, v, xp))
             else p.is_finite()):
         p.restore(backup[0])
         p.inv_mass[:] = backup[1]
@@ -316,16 +315,12 @@ def back_up(p, scratch: Scratch, field) -> tuple[tuple, bool]:
     One compiled pass (``kernels.back_up``) where the arrays fit it, else numpy."""
     b = scratch.backup
     x, v, xp, w = p.x, p.v, p.x_prev, p.inv_mass
-    if b is not None and kernels.AVAILABLE:
+    if b is not None and backend.compiled("auto"):
         state, bw = b
-        dt = x.dtype
         if (x.ndim == 2 and x.shape == v.shape == xp.shape == state.x.shape
                 == state.v.shape == state.x_prev.shape
                 and w.shape == bw.shape == x.shape[:1]
-                and dt == v.dtype == xp.dtype == w.dtype == state.x.dtype
-                == state.v.dtype == state.x_prev.dtype == bw.dtype
-                and x.flags.c_contiguous and v.flags.c_contiguous
-                and xp.flags.c_contiguous and w.flags.c_contiguous):
+                and backend.fits(x, v, xp, w, state.x, state.v, state.x_prev, bw)):
             movable = field.movable
             return b, back_up_into(p, b, _NO_ROWS if movable is None else movable)
     state = p.copy(into=b[0] if b else None)

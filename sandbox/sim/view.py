@@ -17,7 +17,6 @@ import numpy as np
 from . import backend as _backend
 from .constraints import ROPE
 
-_AVAILABLE = _backend.INSTALLED
 _njit = _backend.njit
 
 
@@ -88,47 +87,42 @@ def link_strain_numpy(x, i, j, rest, kind) -> np.ndarray:
     return np.where((kind == ROPE) & (s < 0), 0.0, s)
 
 
-if _AVAILABLE:
-    @_njit(cache=True)
-    def _strain_kernel(x, i, j, rest, kind, out):  # pragma: no cover - compiled
-        # Two loops: the gathers and the squared lengths, then the square roots and the
-        # divisions over contiguous arrays, which LLVM vectorises (twice as fast as one
-        # scalar loop for the 200x200 shear cloth; the same IEEE operations, so the
-        # same numbers).
-        m = len(i)
-        for k in range(m):
-            a, b = i[k], j[k]
-            dx = np.float64(x[b, 0]) - np.float64(x[a, 0])
-            dy = np.float64(x[b, 1]) - np.float64(x[a, 1])
-            out[k] = dx * dx + dy * dy
-        for k in range(m):
-            r = rest[k] if rest[k] > 0 else 1.0
-            s = (math.sqrt(out[k]) - rest[k]) / r
-            out[k] = 0.0 if (kind[k] == ROPE and s < 0) else s
-
-
-def _usable() -> bool:
-    """The compiled kernel may run: numba is there and the warm-up (``backend``) says
-    the kernels are ready (before that the numpy reference keeps the first frames from
-    waiting for the compiler)."""
-    return _AVAILABLE and _backend.usable("kernels")
+@_njit(cache=True)
+def _strain_kernel(x, i, j, rest, kind, out):  # pragma: no cover - compiled
+    # Two loops: the gathers and the squared lengths, then the square roots and the
+    # divisions over contiguous arrays, which LLVM vectorises (twice as fast as one
+    # scalar loop for the 200x200 shear cloth; the same IEEE operations, so the
+    # same numbers).
+    m = len(i)
+    for k in range(m):
+        a, b = i[k], j[k]
+        dx = np.float64(x[b, 0]) - np.float64(x[a, 0])
+        dy = np.float64(x[b, 1]) - np.float64(x[a, 1])
+        out[k] = dx * dx + dy * dy
+    for k in range(m):
+        r = rest[k] if rest[k] > 0 else 1.0
+        s = (math.sqrt(out[k]) - rest[k]) / r
+        out[k] = 0.0 if (kind[k] == ROPE and s < 0) else s
 
 
 def warm_up() -> None:
     """Compile (or load from the cache) the strain kernel on a tiny problem, with the
     argument types :meth:`WorldView.strain` passes (a view's read-only arrays)."""
-    if _AVAILABLE:
-        x = np.zeros((2, 2))
-        i, j = _ro(np.zeros(1, np.int64)), _ro(np.ones(1, np.int64))
-        rest, kind = _ro(np.ones(1)), _ro(np.zeros(1, np.int8))
-        _strain_kernel(_ro(x), i, j, rest, kind, np.empty(1))
-        _strain_kernel(_ro(x.astype(np.float32)), i, j, rest, kind, np.empty(1))
+    if not _backend.runnable():
+        return
+    x = np.zeros((2, 2))
+    i, j = _ro(np.zeros(1, np.int64)), _ro(np.ones(1, np.int64))
+    rest, kind = _ro(np.ones(1)), _ro(np.zeros(1, np.int8))
+    _strain_kernel(_ro(x), i, j, rest, kind, np.empty(1))
+    _strain_kernel(_ro(x.astype(np.float32)), i, j, rest, kind, np.empty(1))
 
 
 def link_strain(x, i, j, rest, kind, backend: str = "auto") -> np.ndarray:
-    """:func:`link_strain_numpy`, compiled where numba is installed (one pass over the
-    links: 0.2 ms for the 200x200 cloth's 158,802, against 20 ms for numpy's gathers)."""
-    if backend == "numpy" or not _usable() or len(i) < 256:
+    """:func:`link_strain_numpy`, compiled as ``backend`` (one of ``backend.BACKENDS``)
+    says for 256 links and more (one pass over the links: 0.2 ms for the 200x200 cloth's
+    158,802, against 20 ms for numpy's gathers). "auto" follows the warm-up: the numpy
+    reference keeps the first frames from waiting for the compiler."""
+    if not _backend.compiled(backend) or len(i) < 256:
         return link_strain_numpy(x, i, j, rest, kind)
     out = np.empty(len(i))
     _strain_kernel(np.ascontiguousarray(x), np.asarray(i, np.int64),

@@ -83,8 +83,9 @@ class Colliders:
         self._pair_list: _PairList | None = None
         self._table: tuple | None = None
         self._frame_args: tuple | None = None   # what frame_args keeps between frames
-        #: "auto" (the compiled twins in ``collide`` when numba is installed), "numba"
-        #: (compiled) or "numpy" (the reference, vectorised over the contacts)
+        #: One of ``backend.BACKENDS``: "auto" (the compiled twins in ``collide`` when
+        #: the contact kernels may run), "compiled" or "numpy" (the reference,
+        #: vectorised over the contacts)
         self.backend = "auto"
 
     def __len__(self) -> int:
@@ -222,27 +223,15 @@ class Colliders:
     # --- the compiled backend -------------------------------------------------------------
 
     def compiled(self, p, x0: np.ndarray) -> bool:
-        """Whether a substep runs the compiled kernels: ``backend`` asks for them (or is
-        "auto" and numba is installed) and the state is what they take: float (n, 2)
-        positions, every per-particle array in their float type and contiguous."""
-        if self.backend == "numpy":
-            return False
-        if self.backend not in ("auto", "numba"):
-            raise ValueError(f"backend: expected 'auto', 'numba' or 'numpy', got "
-                             f"{self.backend!r}")
-        if not backend.usable("contacts"):
-            if self.backend == "numba":
-                raise RuntimeError("colliders backend 'numba': numba is not installed")
+        """Whether a substep runs the compiled kernels: ``backend.compiled`` of
+        :attr:`backend` for the "contacts" part, and the state is what they take: float
+        (n, 2) positions, every per-particle array in their float type and contiguous
+        (``backend.fits``)."""
+        if not backend.compiled(self.backend, "contacts"):
             return False
         x = p.x
-        if not (x.ndim == 2 and x.shape[1] == 2 and x.dtype.kind == "f"):
-            return False
-        dt = x.dtype
-        # A plain loop (every frame asks; a generator in all() cost it 2 us).
-        for a in (x, x0, p.v, p.x_prev, p.inv_mass, p.radius):
-            if not (a.dtype == dt and a.flags.c_contiguous):
-                return False
-        return True
+        return (x.ndim == 2 and x.shape[1] == 2
+                and backend.fits(x, x0, p.v, p.x_prev, p.inv_mass, p.radius))
 
     def tables(self, bounds) -> _Table:
         """The shapes and the ``bounds`` walls as the compiled kernels take them (cached

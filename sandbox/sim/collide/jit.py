@@ -1,39 +1,34 @@
 """The compiled path's decorator and the scalar helpers every compiled contact kernel uses.
 
-``jit`` compiles a kernel with numba when it is installed (cached on disk, IEEE arithmetic,
-numpy's error model: a division by zero gives inf or NaN, as in the numpy references) and
-returns the plain function otherwise: every kernel still imports and runs, as Python.
-numba itself is imported by :mod:`sandbox.sim.backend` alone; whether the compiled kernels
-*may* run now (the app's warm-up) is ``backend.usable("contacts")``, read by
-``Colliders.compiled``, the one place the contact pipeline chooses its backend.
+``jit`` is :func:`sandbox.sim.backend.njit` with the contact kernels' options (cached on
+disk, IEEE arithmetic, numpy's error model: a division by zero gives inf or NaN, as in the
+numpy references): the one mechanism of every kernel module, so every kernel imports the
+same way with or without numba (without it a kernel runs as Python). numba itself is
+imported by :mod:`sandbox.sim.backend` alone; whether the compiled kernels run is
+``backend.compiled(Colliders.backend, "contacts")``, read by ``Colliders.compiled``, the one
+place the contact pipeline chooses its backend.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend import INSTALLED, njit
+from ..backend import njit
 
-if INSTALLED:
-    jit = njit(cache=True, fastmath=False, error_model="numpy")
-    #: ``jit`` for a few-line helper called from the contact loops: inlined where it is
-    #: called (numba's IR), no call left. Its array arguments are still counted at each
-    #: use in a kernel that counts references: call it from ``jit_borrow`` kernels, or
-    #: give it numbers only.
-    jit_inline = njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-    #: ``jit`` without numba's reference counts, for a kernel that only reads and writes
-    #: the arrays it is given: it makes no array and returns none, and what it calls
-    #: returns none either (an array made there would never be freed). numba counts a
-    #: reference to every array a kernel takes when it is called, and one to every view
-    #: and inlined helper's argument: an atomic add in a call that cannot be inlined,
-    #: ~5 ns each. The soft blob's contact projection took 1.8 us a substep for its 16
-    #: wall contacts (a ten-array helper per contact, 32 arrays a call), 0.5 us without.
-    jit_borrow = njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-else:  # pragma: no cover - without numba the kernels are plain Python
-    def jit(fn):
-        return fn
-
-    jit_inline = jit_borrow = jit
+jit = njit(cache=True, fastmath=False, error_model="numpy")
+#: ``jit`` for a few-line helper called from the contact loops: inlined where it is
+#: called (numba's IR), no call left. Its array arguments are still counted at each
+#: use in a kernel that counts references: call it from ``jit_borrow`` kernels, or
+#: give it numbers only.
+jit_inline = njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+#: ``jit`` without numba's reference counts, for a kernel that only reads and writes
+#: the arrays it is given: it makes no array and returns none, and what it calls
+#: returns none either (an array made there would never be freed). numba counts a
+#: reference to every array a kernel takes when it is called, and one to every view
+#: and inlined helper's argument: an atomic add in a call that cannot be inlined,
+#: ~5 ns each. The soft blob's contact projection took 1.8 us a substep for its 16
+#: wall contacts (a ten-array helper per contact, 32 arrays a call), 0.5 us without.
+jit_borrow = njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
 
 
 @jit

@@ -64,7 +64,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..backend import INSTALLED
+from ..kernels import _project_batches
+from ..kernels import add_scaled_difference as _add_scaled_difference
+from ..kernels import link_factors as _link_factors
+from ..kernels import soft_scratch as _soft_scratch
+from ..kernels import sweep_factored as _sweep_factored
+from ..kernels import verlet_step as _verlet_step
 from .broad import (
     _MASK_SHAPES,
     _broad_phase,
@@ -94,13 +99,6 @@ from .jit import _as, _key, _max, _min, _unkey, jit, jit_borrow, jit_inline
 
 if TYPE_CHECKING:
     from .shapes import ShapeSet
-if INSTALLED:
-    from ..kernels import _project_batches
-    from ..kernels import add_scaled_difference as _add_scaled_difference
-    from ..kernels import link_factors as _link_factors
-    from ..kernels import soft_scratch as _soft_scratch
-    from ..kernels import sweep_factored as _sweep_factored
-    from ..kernels import verlet_step as _verlet_step
 
 
 # ------------------------------------------------------------------- tolerances
