@@ -225,10 +225,7 @@ def compiled(choice: str, part: str | None = "kernels") -> bool:
     if choice == "auto":
         if part is None:
             return runnable()
-        # usable(part), inline: the hot paths ask this every substep.
-        if part in _ready or getattr(_local, "loading", False):
-            return _numba is not None or compile_all()
-        return False
+        return usable(part)
     if choice == "numpy":
         return False
     if choice == "compiled":
