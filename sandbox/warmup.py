@@ -102,7 +102,7 @@ def _contacts(dtypes) -> None:
             w.colliders.backend = "compiled"
             for _ in range(3):
                 w.step(1 / 60)
-            # A hand on a particle: the substep path's stages (solver.begin, project,
+            # A hand on a particle: the substep path's stages (begin.begin, project,
             # finish); not loaded here, the first grab in the window loaded them
             # (0.13 s idle, 0.34 s seen with the window's own load).
             w.grab(0)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sandbox.reference import pymunk_shape
-from sandbox.sim.collide.solver import SKIN
+from sandbox.sim.collide.contacts import SKIN
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
 

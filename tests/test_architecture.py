@@ -73,7 +73,7 @@ def test_the_reference_module_imports_pymunk_only_when_used():
 def _core_files() -> list[Path]:
     """Every Python file of the core, in subpackages too (``sim/collide/``)."""
     files = sorted(SIM.rglob("*.py"))
-    assert SIM / "collide" / "solver.py" in files
+    assert SIM / "collide" / "frame.py" in files
     return files
 
 
@@ -81,7 +81,7 @@ def _imported_names(path: Path, text: str | None = None) -> list[tuple[int, str]
     """``(line, absolute dotted name)`` of everything ``path`` (or ``text`` as if it were
     that file) imports, inside functions too: ``import a.b`` gives ``a.b``, ``from m
     import n`` gives ``m.n`` (``n`` may be a submodule), relative imports resolved
-    against the file's package. In ``sandbox/sim/collide/solver.py``, ``from ..kernels
+    against the file's package. In ``sandbox/sim/collide/frame.py``, ``from ..kernels
     import f`` is ``sandbox.sim.kernels.f``; in ``sandbox/sim/world.py``, ``from .. import
     levels`` is ``sandbox.levels``. A relative import above the top package keeps its
     dots."""
@@ -140,7 +140,7 @@ def test_the_import_walk_sees_what_it_must():
                      5: "sandbox.snapshot.save", 6: "...x.y", 7: "sandbox.sim.collide.solver",
                      8: "numpy.linalg"}
     assert [line for line, name in names.items() if _leaves_core(name)] == [2, 3, 5, 6]
-    deep = dict(_imported_names(SIM / "collide" / "solver.py",
+    deep = dict(_imported_names(SIM / "collide" / "frame.py",
                                 "from ..kernels import f\nfrom ... import levels\n"))
     assert deep == {1: "sandbox.sim.kernels.f", 2: "sandbox.levels"}
 

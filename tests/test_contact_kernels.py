@@ -2,7 +2,7 @@
 reference (``Colliders.backend = "numpy"``).
 
 The kernels repeat the reference's operations in its order and in its float types (see
-the module docstring of ``collide.solver``), so the expected difference is zero: every
+the module docstring of ``collide.frame``), so the expected difference is zero: every
 comparison here is exact (``assert_array_equal``, under which -0.0 equals 0.0, the one
 freedom the kernels take). No tolerance would do instead: a pile is chaotic (moving one
 ball of the test pile by 1e-15 m moves balls by 1e-11 m after 60 frames and 3e-8 m after
@@ -19,12 +19,16 @@ import pytest
 from sandbox.sim import builders as B
 from sandbox.sim import pipeline
 from sandbox.sim.backend import usable
-from sandbox.sim.collide import solver
+from sandbox.sim.collide import begin as begin_stage
+from sandbox.sim.collide import finish as finish_stage
+from sandbox.sim.collide import frame as frames
+from sandbox.sim.collide import project as project_stage
 from sandbox.sim.collide.broad import _PairList, any_moving, moved_less, pair_list, particle_pairs
 from sandbox.sim.collide.colliders import _NO_KEYS, Colliders
+from sandbox.sim.collide.contacts import BRUTE_PAIRS, SKIN, TOUCH, Contacts
+from sandbox.sim.collide.frame import FlatContacts
 from sandbox.sim.collide.geometry import WALL, _distance, _sweep
 from sandbox.sim.collide.shapes import _KIND, Walls
-from sandbox.sim.collide.solver import BRUTE_PAIRS, SKIN, TOUCH, Contacts, _FlatContacts
 from sandbox.sim.world import SimulationDiverged, World, WorldConfig
 
 pytestmark = pytest.mark.skipif(not usable("contacts"), reason="numba is not installed")
@@ -303,11 +307,11 @@ def test_balls_in_corners_match_the_reference(dtype):
     kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
     rest = t.begin_args[11:]
     eps = float(np.finfo(dtype).eps)
-    space = solver.begin_space(x1, 0, 4, False)
-    C_, _, _ = solver._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, SKIN, TOUCH,
+    space = begin_stage.begin_space(x1, 0, 4, False)
+    C_, _, _ = begin_stage._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, SKIN, TOUCH,
                                   1e-3, *space[4:-1])
     assert C_ == -1
-    out = solver.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
+    out = begin_stage.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
                        *rest, 0.0, 0.0, eps, SKIN, TOUCH, 1e-3, BRUTE_PAIRS, 10_000,
                        np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
     assert sorted(out[0].tolist()) == [0, 0, 1, 1, 2, 2]
@@ -334,13 +338,13 @@ def test_grid_broad_phase_scene_matches_the_reference(dtype):
 @pytest.mark.parametrize("build", [_pile, _slope, _bounce, _every_shape, _soft_blob,
                                    _cornered], ids=lambda f: f.__name__)
 def test_compiled_frames_match_the_substep_path(build, dtype, monkeypatch):
-    """``Colliders.run_frame`` (a whole frame in ``collide.solver.frame``) against the
+    """``Colliders.run_frame`` (a whole frame in ``collide.frames.frame``) against the
     compiled kernels called substep by substep from Python (``Scratch.compile_frames``
     off): the same bits, Verlet list carried across frames included. The frame runs
     (counted), and the substep path never calls it."""
     calls = []
-    real = solver.frame
-    monkeypatch.setattr(solver, "frame", lambda *a: calls.append(1) or real(*a))
+    real = frames.frame
+    monkeypatch.setattr(frames, "frame", lambda *a: calls.append(1) or real(*a))
     out = []
     for compiled in (False, True):
         out.append(_forty_frames(build, dtype, monkeypatch, compiled))
@@ -436,7 +440,7 @@ def test_a_frame_kept_from_the_frame_before_follows_every_change(build, monkeypa
 
 
 def test_a_cached_frame_runs_in_a_fresh_process():
-    """``collide.solver.frame`` is serial and calls the links' parallel sweep: loaded
+    """``collide.frames.frame`` is serial and calls the links' parallel sweep: loaded
     from the disk cache into a process where no parallel kernel had run, it jumped to
     address 0 (a segfault on every run after the one that compiled it).
     ``launch_threads`` prevents it. A fresh process loads the frame the test above
@@ -636,7 +640,7 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
         p = _State((x0 + path).astype(dtype), np.zeros((n, 2), dtype), w, r)
         out[backend] = (p, col.begin(p, x0, config))
     (p_ref, ref), (p_got, got) = out["numpy"], out["compiled"]
-    assert isinstance(ref, Contacts) and isinstance(got, _FlatContacts)
+    assert isinstance(ref, Contacts) and isinstance(got, FlatContacts)
     np.testing.assert_array_equal(p_got.x, p_ref.x)
     np.testing.assert_array_equal(got.dx, ref.dx)
     assert got.skin == ref.skin and got.touch == ref.touch
@@ -693,8 +697,8 @@ def test_backend_switch():
 def test_warm_up_compiles_every_kernel_for_both_float_types():
     from sandbox import warmup
     warmup.warm_up()
-    for f, arg in ((solver.begin, 0), (pair_list, 0), (solver.project, 0), (solver.finish, 0),
-                   (moved_less, 0), (any_moving, 2)):
+    for f, arg in ((begin_stage.begin, 0), (pair_list, 0), (project_stage.project, 0),
+                   (finish_stage.finish, 0), (moved_less, 0), (any_moving, 2)):
         assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
 
 
@@ -725,7 +729,7 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     margin = 1e-3
 
     def hits(nwalls):
-        out = solver.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), kinds[:nwalls],
+        out = begin_stage.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), kinds[:nwalls],
                            rows[:nwalls], geo[:nwalls], 0, nwalls, *shapes, *rest, 0.0, 0.0,
                            float(np.finfo(dtype).eps), SKIN, TOUCH, margin,
                            BRUTE_PAIRS, 10_000, np.zeros((0, 2), dtype),
@@ -758,21 +762,21 @@ def test_largest_magnitude_as_integer_keys_is_numpys(dtype):
     rng = np.random.default_rng(11)
     x = (rng.normal(size=(257, 2)) * 10.0 ** rng.integers(-30, 30, size=(257, 2)))
     x = x.astype(dtype)
-    assert solver._largest_abs(x) == np.abs(x).max()
+    assert begin_stage._largest_abs(x) == np.abs(x).max()
     x[200, 1] = -2 * np.abs(x).max()       # the largest, negative
-    assert solver._largest_abs(x) == np.abs(x).max() == -x[200, 1]
+    assert begin_stage._largest_abs(x) == np.abs(x).max() == -x[200, 1]
     z = np.array([[0.0, -0.0], [-0.0, 0.0]], dtype)
-    top = solver._largest_abs(z)
+    top = begin_stage._largest_abs(z)
     assert top == 0.0 and not np.signbit(top)
     for bad in (np.inf, -np.inf):
         y = x.copy()
         y[100, 0] = bad
-        assert solver._largest_abs(y) == np.inf
+        assert begin_stage._largest_abs(y) == np.inf
     for bad in (np.nan, -np.nan, np.copysign(np.nan, -1.0)):
         y = x.copy()
         y[3, 1] = bad
         y[250, 0] = np.inf                  # NaN wins over infinity, as np.max's
-        assert np.isnan(solver._largest_abs(y)) and np.isnan(np.abs(y).max())
+        assert np.isnan(begin_stage._largest_abs(y)) and np.isnan(np.abs(y).max())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -783,17 +787,17 @@ def test_a_refused_fast_start_leaves_the_substep_to_begin_into(build, dtype, mon
     ``begin_into`` does that substep: with no room at all for the sort and the sweep,
     every substep with a shape contact goes that way, and the frames keep the substep
     path's bits."""
-    real = solver.begin_space
+    real = begin_stage.begin_space
 
     def no_room(x, nshapes, nwalls, scratch):
         space = real(x, nshapes, nwalls, scratch)
         fast = space[-1]
         return (*space[:-1], (*fast[:5], np.empty(0, np.int64), np.empty(0), fast[7],
-                              solver.toi_space(0, 0)))
+                              begin_stage.toi_space(0, 0)))
 
     ref = _forty_frames(build, dtype, monkeypatch, False)
     # After the substep path compiled its kernels with the real one.
-    monkeypatch.setattr(solver, "begin_space", no_room)
+    monkeypatch.setattr(begin_stage, "begin_space", no_room)
     got = _forty_frames(build, dtype, monkeypatch, True)
     assert np.any(got.particles.x[:, 1] < 1.6)        # in and below the funnel: shapes hit
     _assert_same(ref, got)

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from sandbox.reference import pymunk_shape
 from sandbox.sim import pipeline
+from sandbox.sim.collide.contacts import SKIN
 from sandbox.sim.collide.geometry import box_distance, capsule_distance
 from sandbox.sim.collide.shapes import SHAPE_TYPES
-from sandbox.sim.collide.solver import SKIN
 from sandbox.sim.world import World, WorldConfig
 
 #: Chipmunk's MAGIC_EPSILON (m): closer than this to a circle's centre, a segment or a

@@ -172,15 +172,16 @@ def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
 
 @needs_numba
 def test_the_contact_warm_up_takes_the_hands_substep_path_too(monkeypatch):
-    """A grab runs the contact stages substep by substep (``solver.begin``,
+    """A grab runs the contact stages substep by substep (``begin.begin``,
     ``project``, ``finish``), not in the whole compiled frame: the warm-up must load
     those too, or the first grab in the window stops it while they load."""
-    from sandbox.sim.collide import solver
+    from sandbox.sim.collide import colliders, frame
 
     seen = []
-    for name in ("begin", "project", "finish"):
-        real = getattr(solver, name)
-        monkeypatch.setattr(solver, name,
+    for module, name in ((colliders.begin_stage, "begin"), (frame, "project"),
+                         (frame, "finish")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name,
                             lambda *a, real=real, name=name: (seen.append(name), real(*a))[1])
     warmup._contacts(("float64",))
     assert {"begin", "project", "finish"} <= set(seen)
@@ -262,7 +263,7 @@ def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, mon
     update of the broad phase's file would run the old broad phase. The stamp of the
     kernel sources drops every cached kernel of the package when they change."""
     names = {s.name for s in backend._kernel_sources()}
-    assert {"kernels.py", "solver.py", "broad.py", "raster.py", "lagrange.py"} <= names
+    assert {"kernels.py", "frame.py", "begin.py", "broad.py", "raster.py", "lagrange.py"} <= names
     # Copies of two kernel modules stand for the package; one cache folder for both.
     src = tmp_path / "src"
     src.mkdir()
@@ -303,7 +304,7 @@ _LATE = r"""
 import sys
 from sandbox.app import main as app                 # everything the window imports
 from sandbox.sim import backend, kernels
-from sandbox.sim.collide import solver
+from sandbox.sim.collide import frame
 from sandbox.app import raster
 from sandbox.levels import build_world, find_level, load_level
 
@@ -320,7 +321,7 @@ import numba
 from numba.core.registry import CPUDispatcher
 # Every module's name for a kernel is its dispatcher now, and prange is numba's.
 assert isinstance(kernels.verlet_step, CPUDispatcher)
-assert isinstance(solver._verlet_step, CPUDispatcher)      # imported under another name
+assert isinstance(frame._verlet_step, CPUDispatcher)      # imported under another name
 assert isinstance(raster._draw_kernel, CPUDispatcher)
 assert kernels.prange is numba.prange
 assert held[0].dispatcher is kernels.verlet_step

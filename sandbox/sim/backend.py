@@ -32,7 +32,7 @@ function as Python: the kernel modules import and define the same names either w
 
 Stale kernels. numba's disk cache knows a kernel's own source file, not the files of
 the kernels it calls and compiles into itself: after an update that changed only
-``collide/broad.py``, ``collide/solver.py``'s cached whole frame would go on running
+``collide/broad.py``, ``collide/frame.py``'s cached whole frame would go on running
 the old broad phase. So :func:`compile_all` drops this package's cached kernels when
 the sources of the kernel modules differ from those the cache was filled from
 (:func:`drop_stale_kernels`, a stamp file beside the cache); they compile again.

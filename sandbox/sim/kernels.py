@@ -785,7 +785,7 @@ def add_scaled_difference(v, x, x0, c):  # pragma: no cover - compiled
     for k in range(vf.size):
         vf[k] = (xf[k] - of[k]) * c + vf[k]
 
-# The contact frame's links (``collide.solver.frame``) run in one thread, called
+# The contact frame's links (``collide.frame.frame``) run in one thread, called
 # from a plain (not parallel) kernel, where the inlined helpers above compile to
 # code three to five times slower (measured on the soft blob's compliant links: ~30
 # ns a link through ``_project_one``): its own loops, written out, instead.

@@ -11,7 +11,7 @@ one place, with the way it takes and the stages of a substep in their order.
                 finite, so no backup is needed
     --------    otherwise the state is backed up (reused buffers), then
     compiled    contacts, XPBD, a Verlet-family integrator, gravity the only force, no
-                hand, no ledger: the whole frame compiled (collide.solver.frame)
+                hand, no ledger: the whole frame compiled (collide.frame.frame)
     substeps    anything else: `substeps` numpy substeps of hs = h / substeps, under
                 XPBD or Lagrange / RATTLE (the constraint method picks the links stage)
     --------    then

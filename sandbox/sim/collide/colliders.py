@@ -8,14 +8,18 @@ its own:
 ``geometry``  distances and sweeps against each shape type (pymunk's conventions)
 ``shapes``    the shape sets as structures of arrays, parsed from level files
 ``broad``     broad phase: the shape grid, the particles' Verlet list
-``solver``    one substep's contacts: the time-of-impact loop, the projection with
-              friction in position space, the velocity pass; a whole frame
+``contacts``  one substep's contacts, the numpy reference: the time-of-impact loop,
+              the projection with friction in position space, the velocity pass
+``begin``, ``project``, ``finish``
+              its three stages compiled, one module a stage
+``frame``     the compiled stages put together: a substep's contacts held flat, a
+              whole frame in one call
 ``jit``       the compiled path's decorator and scalar helpers
 
 Each numpy reference sits beside its compiled twin (numba), which repeats its operations
 in its order, so the two give the same bits (``tests/test_contact_kernels.py``).
 
-One substep of contacts (``World._substep`` drives it; see :mod:`.solver`)::
+One substep of contacts (``World._substep`` drives it; see :mod:`.contacts`)::
 
     Colliders.begin()      broad phase, continuous detection (a bounded time-of-impact
                            loop: the rest of a path slides along the face it hit and is
@@ -37,7 +41,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import backend
-from . import solver
+from . import begin as begin_stage
+from . import frame as frames
 from .broad import (
     ShapeGrid,
     _PairList,
@@ -47,9 +52,10 @@ from .broad import (
     pair_list,
     particle_pairs,
 )
+from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
+from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
 from .shapes import _GEOMETRY, _KIND, SHAPE_TYPES, ShapeSet, Walls
-from .solver import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _FlatContacts, _tolerances
 
 _NO_KEYS = np.zeros(0, np.int64)
 
@@ -274,8 +280,8 @@ class Colliders:
         return t
 
     def _begin_compiled(self, p, x0, config, exclude, v0=None,
-                        h=0.0) -> _FlatContacts | None:
-        """:meth:`begin` in the compiled kernels (``collide.solver.begin``,
+                        h=0.0) -> FlatContacts | None:
+        """:meth:`begin` in the compiled kernels (``collide.begin.begin``,
         ``collide.broad.pair_list``): the same contacts, held flat."""
         x1, w, r = p.x, p.inv_mass, p.radius
         t = self.tables(config.bounds)
@@ -288,7 +294,7 @@ class Colliders:
             v0 = np.ascontiguousarray(v0, dtype=x1.dtype)
             v_th = 2.0 * math.hypot(*config.gravity) * h
         (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-         touch) = solver.begin(
+         touch) = begin_stage.begin(
             x0, x1, w, r, dx, *t.begin_args, e, mu, float(np.finfo(x1.dtype).eps), SKIN,
             TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS, v0, acc, float(h), v_th)
         pairs = None
@@ -298,13 +304,13 @@ class Colliders:
                 pairs = L
         if not cp.size and pairs is None:
             return None
-        return _FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
+        return FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
                              touched, nrm, depth, spent, stuck, pairs, e, mu, vhit, tau)
 
 
     def frame_args(self, p, config, exclude, links, lam, zero_lam: bool, coefficients,
                    h: float, fold) -> tuple | None:
-        """What :meth:`run_frame` passes to the compiled frame (``collide.solver.frame``)
+        """What :meth:`run_frame` passes to the compiled frame (``collide.frame.frame``)
         besides the state, or None when the state is not one the kernels take (nothing
         done): for ``len(coefficients[0])`` substeps of ``h`` of a Verlet-family world
         with contacts, the integrator's per-substep ``(r, ca, c1, c2)``
@@ -328,7 +334,7 @@ class Colliders:
                                  and fixed[0][4] is exclude and fixed[0][5] is table):
             t = self.tables(config.bounds)
             scratch = (np.empty_like(x), np.zeros(x.shape),
-                       solver.begin_space(x, t.begin_args[3], t.begin_args[4], True))
+                       begin_stage.begin_space(x, t.begin_args[3], t.begin_args[4], True))
             sweeps = int(config.iterations)
             fixed = self._frame_args = ((config, x.shape, dtype, r, exclude, t), scratch, (
                 max(sweeps, 1), sweeps), (*t.begin_args, float(config.restitution),
@@ -363,8 +369,8 @@ class Colliders:
                  and L.key[1] is r and L.key[2] is exclude)
         if valid:
             state = (L.i, L.j, L.a, L.b, L.nodes, L.reach, L.x_ref, L.skin)
-        solver.launch_threads()
-        swapped, valid, *lst, x_ref, skin = solver.frame(
+        frames.launch_threads()
+        swapped, valid, *lst, x_ref, skin = frames.frame(
             x, p.x_prev, p.v, a, p.inv_mass, r, *mid, valid, *state, new_skin)
         if valid:
             i, j, a_, b_, nodes, reach = lst
