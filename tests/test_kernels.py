@@ -11,7 +11,7 @@ import pytest
 
 from sandbox.sim import backend as _backend
 from sandbox.sim import builders as B
-from sandbox.sim import kernels, pipeline
+from sandbox.sim import kernels, pipeline, serial_links
 from sandbox.sim.constraints import ROPE, Constraints
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
@@ -214,7 +214,7 @@ def test_run_kernels_match_the_numpy_reference_bit_for_bit(config, dtype):
 @needs_numba
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_serial_sweep_matches_the_numpy_reference_bit_for_bit(dtype):
-    """``kernels.sweep_serial`` (the contact frame's links: runs, and gathered rows link
+    """``serial_links.sweep_serial`` (the contact frame's links: runs, and gathered rows link
     after link) gives the numpy reference's positions and multipliers, bit for bit, on
     rigid runs of every kind, slack rope links, compliant links and pinned ends."""
     w = _scene("numpy", dtype)
@@ -234,7 +234,7 @@ def test_serial_sweep_matches_the_numpy_reference_bit_for_bit(dtype):
     flat = np.array([where[a, b] for a, b in zip(fi.tolist(), fj.tolist(), strict=True)])
     for _ in range(4):
         c.project_numpy(ref, p.inv_mass, h, lam_ref)
-        kernels.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan,
+        serial_links.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan,
                              x0.dtype.type(1.0 / (h * h)), lam_got)
     np.testing.assert_array_equal(got, ref)
     soft = comp != 0
@@ -244,7 +244,7 @@ def test_serial_sweep_matches_the_numpy_reference_bit_for_bit(dtype):
 @needs_numba
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dtype):
-    """``kernels._gather_soft`` takes a row of compliant sticks in blocks of
+    """``serial_links._gather_soft`` takes a row of compliant sticks in blocks of
     ``soft_scratch``'s width, each in three passes (gather, vector projection,
     scatter). On rows several blocks long, with coincident ends (skipped), pinned ends
     and one row holding a compliance too small for ``1 / h**2`` (``alpha~`` 0: the
@@ -259,7 +259,7 @@ def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dty
     x0[1] = x0[0]                   # the link 0-1 has no length: moves nothing
     p.inv_mass[[5, 300, 1234]] = 0.0
     fi, fj, rest, comp, kind, plan, offsets = c._flat_batches(x0.dtype)
-    block = kernels.soft_scratch(x0).shape[1]
+    block = serial_links.soft_scratch(x0).shape[1]
     soft_rows = plan[plan[:, 0] == kernels.GATHER_SOFT]
     assert soft_rows[:, 2].max() > 2 * block           # rows of several blocks
     where = {(min(a, b), max(a, b)): k for k, (a, b) in
@@ -274,7 +274,7 @@ def test_long_rows_of_compliant_sticks_match_the_numpy_reference_bit_for_bit(dty
     lam_got = np.zeros(len(c), dtype)
     for _ in range(3):
         c.project_numpy(ref, p.inv_mass, h, lam_ref)
-        kernels.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan, inv_h2,
+        serial_links.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan, inv_h2,
                              lam_got)
     assert np.isfinite(got).all() and not np.array_equal(got, x0)
     np.testing.assert_array_equal(got, ref)
@@ -299,14 +299,14 @@ def test_link_factors_say_when_a_compliance_is_lost(dtype):
                        ([0.0, 0.0, 0.0], False), ([tiny, 1e-6, 0.0], True)):
         c = np.array(comp, dtype)
         den, even = np.empty(3, dtype), np.empty(3, np.bool_)
-        assert kernels.link_factors(w, ci, cj, c, inv_h2, den, even) is lost
+        assert serial_links.link_factors(w, ci, cj, c, inv_h2, den, even) is lost
         at = c * inv_h2
         np.testing.assert_array_equal(den, w[ci] + w[cj] + at)
         np.testing.assert_array_equal(even, (at == 0) & (w[ci] == w[cj]) & (w[ci] > 0))
-        rows_hold = [kernels._soft_holds(c, inv_h2, k, 1) for k in range(3)]
+        rows_hold = [serial_links._soft_holds(c, inv_h2, k, 1) for k in range(3)]
         assert rows_hold == [bool(a != 0) for a in at]
-    assert not kernels._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 2)
-    assert kernels._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 1)
+    assert not serial_links._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 2)
+    assert serial_links._soft_holds(np.array([1e-6, tiny], dtype), inv_h2, 0, 1)
 
 
 @needs_numba
@@ -758,7 +758,7 @@ def test_mixed_inverse_masses_take_the_same_form_in_kernels_and_reference(dtype)
         np.testing.assert_array_equal(got, ref)
     fi, fj, rest, comp, kind, plan, offsets = c._flat_batches(x0.dtype)
     got = x0.copy()
-    kernels.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan,
+    serial_links.sweep_serial(got, p.inv_mass, fi, fj, rest, comp, kind, plan,
                          x0.dtype.type(1.0 / (h * h)), np.zeros(len(c), dtype))
     np.testing.assert_array_equal(got, ref)
     # Whole frames (the planar kernels), the reference stepping the same world.

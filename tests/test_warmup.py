@@ -303,12 +303,12 @@ def test_cached_kernels_are_dropped_when_the_kernel_sources_change(tmp_path, mon
 _LATE = r"""
 import sys
 from sandbox.app import main as app                 # everything the window imports
-from sandbox.sim import backend, kernels
+from sandbox.sim import backend, kernels, step_kernels
 from sandbox.sim.collide import frame
 from sandbox.app import raster
 from sandbox.levels import build_world, find_level, load_level
 
-held = [kernels.verlet_step]                        # kept before numba is there
+held = [step_kernels.verlet_step]                   # kept before numba is there
 w = build_world(load_level(find_level("playground")))
 backend.set_ready(False)                            # the app's first frames: numpy
 w.step(1 / 60)
@@ -320,17 +320,17 @@ assert backend.compiled("auto") and "numba" in sys.modules
 import numba
 from numba.core.registry import CPUDispatcher
 # Every module's name for a kernel is its dispatcher now, and prange is numba's.
-assert isinstance(kernels.verlet_step, CPUDispatcher)
+assert isinstance(step_kernels.verlet_step, CPUDispatcher)
 assert isinstance(frame._verlet_step, CPUDispatcher)      # imported under another name
 assert isinstance(raster._draw_kernel, CPUDispatcher)
 assert kernels.prange is numba.prange
-assert held[0].dispatcher is kernels.verlet_step
+assert held[0].dispatcher is step_kernels.verlet_step
 w.step(1 / 60)
 # A stand-in kept from before still runs the same kernel.
 import numpy as np
 x = np.zeros((3, 2)); a = np.ones((3, 2)); out1 = np.empty_like(x); out2 = np.empty_like(x)
 held[0](x, x.copy(), a, 1.0, 1.0, 1.0, 1.0, out1)
-kernels.verlet_step(x, x.copy(), a, 1.0, 1.0, 1.0, 1.0, out2)
+step_kernels.verlet_step(x, x.copy(), a, 1.0, 1.0, 1.0, 1.0, out2)
 assert np.array_equal(out1, out2)
 print("ok")
 """

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import backend as _backend
-from . import kernels
+from . import step_kernels
 
 
 def scatter_add(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
@@ -77,7 +77,7 @@ def point_gravity(x: np.ndarray, m: np.ndarray, G: float, eps: float,
         return a
     e2 = eps * eps
     if _backend.compiled(backend) and x.ndim == 2 and x.shape[1] == 2 and n >= 64:
-        kernels.point_gravity(np.ascontiguousarray(x, np.float64),
+        step_kernels.point_gravity(np.ascontiguousarray(x, np.float64),
                               np.ascontiguousarray(m, np.float64), float(G), e2, a)
         return a
     for s in range(0, n, block):

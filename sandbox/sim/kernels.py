@@ -1,4 +1,10 @@
-"""Compiled hot kernels (numba), each mirroring a numpy reference that the tests compare to.
+"""The links' compiled kernels (numba): the XPBD sweep over runs of links, in parallel
+batches (:func:`project_batches`), and a cloth's whole frame in one call
+(:func:`verlet_frame`), each mirroring a numpy reference that the tests compare to. The
+substep's other kernels are in :mod:`.step_kernels` (the Verlet step, the finite check,
+the backup, point-mass gravity), the contact frame's one-thread sweep in
+:mod:`.serial_links`; :func:`warm_up` compiles all but the latter (the contact warm-up
+does).
 
 numba is optional: without it (or while the app's warm-up compiles them) the callers keep
 their numpy path, as ``backend.compiled`` tells them; the kernels are defined either way
@@ -31,6 +37,14 @@ import numpy as np
 
 from . import backend, cores
 from .backend import njit, prange
+from .step_kernels import (
+    add_scaled_difference,
+    all_finite,
+    back_up,
+    point_gravity,
+    verlet_positions,
+    verlet_step,
+)
 
 ROPE = 1
 # Kernels compiled with ``_nrt=False`` only read and write the arrays they are given
@@ -667,130 +681,6 @@ def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offs
     _rows_out(v, VX, VY, runs)
     return True
 
-
-@njit(cache=True, fastmath={"reassoc"}, error_model="numpy")
-def point_gravity(x, m, G, e2, out):  # pragma: no cover - compiled
-    """Softened all-pairs gravity (see ``forces.point_gravity``), into ``out (n, 2)``.
-
-    Each particle sums over all others; ``j == i`` contributes nothing (``r2 == 0``
-    only there, or for coincident particles without softening: a zero weight, not
-    ``0 / 0``). Written so that LLVM vectorises the inner loop: positions in planar
-    copies, the zero weight a select instead of a branch, and the sums allowed to
-    be reassociated (``fastmath={"reassoc"}``: four partial sums), which changes
-    them by rounding only; the numpy reference sums with ``einsum`` in an order of
-    its own, and the test compares the two to 1e-12. 1,000 bodies: 4.4 -> 1.1 ms.
-    """
-    n = x.shape[0]
-    X = np.empty(n)
-    Y = np.empty(n)
-    for k in range(n):
-        X[k] = x[k, 0]
-        Y[k] = x[k, 1]
-    for i in range(n):
-        xi = X[i]
-        yi = Y[i]
-        ax = 0.0
-        ay = 0.0
-        for j in range(n):
-            dx = X[j] - xi
-            dy = Y[j] - yi
-            r2 = dx * dx + dy * dy + e2
-            w = m[j] / (r2 * math.sqrt(r2))
-            w = w if r2 != 0.0 else 0.0
-            ax += w * dx
-            ay += w * dy
-        out[i, 0] = G * ax
-        out[i, 1] = G * ay
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def verlet_step(x, x_prev, a, r, ca, c1, c2, v):  # pragma: no cover - compiled
-    """One position-Verlet-family step in one pass (see ``_PositionVerlet.step``),
-    the new positions written over ``x_prev``.
-
-    ``x+ = a*ca + x + back*r`` with ``back = x - x_prev``, and the three-point velocity
-    ``v = fwd*c1 + -(back*c2)`` with ``fwd = x+ - x``; ``c1 == 0`` leaves only
-    ``-(back*c2)`` for a caller that adds ``fwd*c1`` after correcting ``x+``. The
-    numpy reference's operations in its order, without its temporaries. Flat loops
-    (LLVM does not vectorise over ``(n, 2)`` rows, whose length it does not know),
-    and in place rather than into a separate output: an output that is ``x_prev``
-    fails LLVM's run-time overlap check and runs the scalar loop, 2x slower.
-    """
-    xf = x.reshape(-1)
-    pf = x_prev.reshape(-1)
-    af = a.reshape(-1)
-    vf = v.reshape(-1)
-    for k in range(xf.size):
-        back = xf[k] - pf[k]
-        xn = af[k] * ca + xf[k] + back * r
-        vf[k] = (xn - xf[k]) * c1 + -(back * c2)
-        pf[k] = xn
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def verlet_positions(x, x_prev, a, r, ca):  # pragma: no cover - compiled
-    """``verlet_step`` without the velocity: ``x+`` over ``x_prev``, same arithmetic."""
-    xf = x.reshape(-1)
-    pf = x_prev.reshape(-1)
-    af = a.reshape(-1)
-    for k in range(xf.size):
-        pf[k] = af[k] * ca + xf[k] + (xf[k] - pf[k]) * r
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def all_finite(x, v, x_prev):  # pragma: no cover - compiled
-    """``State.is_finite`` of three C-contiguous arrays in one pass each: ``a - a``
-    is 0 for a finite number, NaN otherwise, and the non-zero ones are counted (an
-    integer sum: a vector loop). A world checks this after every step: numpy's
-    three ``isfinite(...).all()`` cost 7 us on 256 particles, this ~0.6 us."""
-    for a in (x, v, x_prev):
-        f = a.reshape(-1)
-        bad = 0
-        for k in range(f.size):
-            bad += (f[k] - f[k]) != 0
-        if bad:
-            return False
-    return True
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def back_up(x, v, x_prev, w, bx, bv, bxp, bw, movable):  # pragma: no cover
-    """``World.step``'s backup in one call: ``x``, ``v``, ``x_prev`` and ``w`` copied
-    bit for bit into ``bx``, ``bv``, ``bxp``, ``bw`` (C-contiguous, same shapes), and
-    whether ``w > 0`` row by row is ``movable`` (the cached gravity field's rows: the
-    pins unchanged). A frame after a frame of drawing, numpy's four ``copyto``,
-    ``w > 0`` and ``array_equal`` cost ~35 us of the soft blob's Python around its
-    compiled frame (their calls, not their work: 256 rows)."""
-    for src, dst in ((x, bx), (v, bv), (x_prev, bxp)):
-        s = src.reshape(-1)
-        d = dst.reshape(-1)
-        for k in range(s.size):
-            d[k] = s[k]
-    for k in range(w.size):
-        bw[k] = w[k]
-    if movable.size != w.size:
-        return False
-    changed = 0
-    for k in range(w.size):
-        changed += (w[k] > 0) != movable[k]
-    return changed == 0
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def add_scaled_difference(v, x, x0, c):  # pragma: no cover - compiled
-    """``v += (x - x0) * c`` in one pass (``_PositionVerlet.finish_velocity``)."""
-    vf = v.reshape(-1)
-    xf = x.reshape(-1)
-    of = x0.reshape(-1)
-    for k in range(vf.size):
-        vf[k] = (xf[k] - of[k]) * c + vf[k]
-
-# The contact frame's links (``collide.frame.frame``) run in one thread, called
-# from a plain (not parallel) kernel, where the inlined helpers above compile to
-# code three to five times slower (measured on the soft blob's compliant links: ~30
-# ns a link through ``_project_one``): its own loops, written out, instead.
-
-
 @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
 def _pairs_serial(q, ww, rest, taut):  # pragma: no cover - compiled
     """``_run_pairs`` on the flat positions ``q`` from particle ``i0`` (four
@@ -818,203 +708,6 @@ def _pairs_serial(q, ww, rest, taut):  # pragma: no cover - compiled
         q[4 * t + 1] = ya + ay
         q[4 * t + 2] = xb + bx
         q[4 * t + 3] = yb + by
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def link_factors(w, ci, cj, compliance, inv_h2, den, even):  # pragma: no cover
-    """What a link's projection needs of its ends' inverse masses, fixed for a
-    frame: ``den[k] = w_i + w_j + alpha~`` (the general form's denominator, the
-    reference's operations) and ``even[k]``, whether it takes the even split.
-    Returns whether some compliant link lost its compliance (``alpha~`` 0, below
-    ``inv_h2``'s reach): only then may a row of compliant sticks need the general
-    loop (``sweep_factored``'s ``lost``)."""
-    lost = False
-    for k in range(ci.size):
-        wi = w[ci[k]]
-        wj = w[cj[k]]
-        at = compliance[k] * inv_h2
-        den[k] = wi + wj + at
-        even[k] = (at == 0) & (wi == wj) & (wi > 0)
-        lost |= (at == 0) & (compliance[k] != 0)
-    return lost
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def _gather_factored(x, w, ci, cj, rest, compliance, kind, lam, inv_h2, den,
-                     even):  # pragma: no cover - compiled
-    """``_project_one`` for every link of the (sliced) arrays, in order, with the
-    factors of ``link_factors``: the inverse masses are read only to move the
-    ends, after the division (the soft blob's compliant links, ~8 -> ~6.5 ns a
-    link). Its own function over ``range(size)``: an index known to be
-    non-negative needs no wraparound test, which on six arrays a link cost a fifth
-    of the sweep."""
-    eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
-    for k in range(ci.size):
-        i = np.uint64(ci[k])        # unsigned: no wraparound test
-        j = np.uint64(cj[k])
-        dx = x[j, 0] - x[i, 0]
-        dy = x[j, 1] - x[i, 1]
-        L = math.sqrt(dx * dx + dy * dy)
-        if even[k]:
-            se = _even(L, rest[k] * half, half, eps, kind[k] != ROPE)
-            x[i, 0] += se * dx
-            x[i, 1] += se * dy
-            x[j, 0] -= se * dx
-            x[j, 1] -= se * dy
-            continue
-        C = L - rest[k]
-        if kind[k] == ROPE and C < 0:
-            continue
-        denom = den[k]
-        if denom <= 0 or L <= eps:
-            continue
-        at = compliance[k] * inv_h2
-        num = -C if at == 0 else -C - at * lam[k]   # rigid links never read lam
-        s = num / (denom * L)
-        lam[k] += s * L
-        cx = s * dx
-        cy = s * dy
-        wi = w[i]
-        wj = w[j]
-        x[i, 0] -= wi * cx
-        x[i, 1] -= wi * cy
-        x[j, 0] += wj * cx
-        x[j, 1] += wj * cy
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def _soft_holds(compliance, inv_h2, k0, n):  # pragma: no cover - compiled
-    """Whether every link ``k0 .. k0 + n`` keeps its compliance (``alpha~ != 0``):
-    a row of compliant sticks ``_gather_soft`` may take."""
-    rigid = False
-    for k in range(k0, k0 + n):  # no early exit: LLVM vectorises it without one
-        rigid |= compliance[k] * inv_h2 == 0
-    return not rigid
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False, inline="always")
-def _soft_block(x, w, ci, cj, rest, cm, lam, inv_h2, den, start, m, ddx, ddy, sb,
-                lb):  # pragma: no cover - compiled
-    """``_gather_soft``'s three passes over the links ``start .. start + m``
-    (``m`` at most the scratch rows' length)."""
-    eps = rest.dtype.type(1e-12)
-    zero = eps - eps
-    for t in range(m):                          # gather
-        k = start + np.uint64(t)
-        i = np.uint64(ci[k])
-        j = np.uint64(cj[k])
-        ddx[t] = x[j, 0] - x[i, 0]
-        ddy[t] = x[j, 1] - x[i, 1]
-    for t in range(m):                          # project: vector instructions
-        k = start + np.uint64(t)
-        dx = ddx[t]
-        dy = ddy[t]
-        L = math.sqrt(dx * dx + dy * dy)
-        s = (-(L - rest[k]) - cm[k] * inv_h2 * lam[k]) / (den[k] * L)
-        skip = (den[k] <= 0) | (L <= eps)
-        sb[t] = zero if skip else s
-        lb[t] = zero if skip else L         # the scatter's test: lb <= eps
-        # Adding 0 keeps a multiplier's bits: they start at +0, and sums from
-        # +0 are never -0 (a select here stopped LLVM's vectoriser).
-        lam[k] += zero if skip else s * L
-    for t in range(m):                          # scatter
-        if lb[t] <= eps:
-            continue
-        k = start + np.uint64(t)
-        i = np.uint64(ci[k])
-        j = np.uint64(cj[k])
-        s = sb[t]
-        cx = s * ddx[t]
-        cy = s * ddy[t]
-        wi = w[i]
-        wj = w[j]
-        x[i, 0] -= wi * cx
-        x[i, 1] -= wi * cy
-        x[j, 0] += wj * cx
-        x[j, 1] += wj * cy
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
-                 buf):  # pragma: no cover - compiled
-    """``_gather_factored`` for the row of compliant sticks (``GATHER_SOFT``) of
-    links ``k0 .. k0 + n``, all keeping their compliance (``_soft_holds``): no
-    even split, no rope test.
-
-    A row's links are independent (one colour), so the work may be ordered freely:
-    blocks of ``buf.shape[1]`` links in three passes (``_soft_block``), the ends'
-    differences gathered into ``buf``, the projection over those contiguous rows
-    (LLVM makes the square roots and divisions vector instructions: 4.3 -> 1.1 ns
-    a link here, the divider being the scalar loop's bound), the moves scattered.
-    The operations of each link are the reference's, so the bits are too (tested).
-    The soft blob's sweep in a compiled loop: 9.9-10.1 -> 7.9-8.2 us a pass. Whole
-    arrays and unsigned indices: slicing seven arrays a row cost ~0.1 us. A row of
-    one block (the common case) is its own inlined copy: in the block loop LLVM
-    made the passes ~10 % slower (soft blob, 4.2 -> 3.8 us a pass with the
-    compliance check moved to ``link_factors``)."""
-    B = buf.shape[1]
-    start = np.uint64(k0)
-    if n <= B:
-        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den, start, n,
-                    buf[0], buf[1], buf[2], buf[3])
-        return
-    for b0 in range(0, n, B):
-        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den,
-                    start + np.uint64(b0), min(B, n - b0), buf[0], buf[1], buf[2],
-                    buf[3])
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
-                   even, buf, lost):  # pragma: no cover - compiled
-    """One XPBD sweep in one thread: the rows of ``plan`` in order (batch after
-    batch), runs by ``_run_stride`` / ``_pairs_serial``, gathered rows link after
-    link by ``_gather_factored`` with the frame's ``link_factors``, rows of
-    compliant sticks by ``_gather_soft`` in ``buf`` (``soft_scratch``), those
-    with a link that lost its compliance (only checked when ``link_factors``
-    said ``lost``) by ``_gather_factored``. The same bits as ``_project_batches``
-    (tested)."""
-    xf = x.reshape(-1)
-    for c in range(plan.shape[0]):
-        mode = plan[c, 0]
-        k0 = plan[c, 1]
-        n = plan[c, 2]
-        i0 = plan[c, 3]
-        if mode == RUN_STRIDE:
-            j0 = i0 + plan[c, 4]
-            _run_stride(xf[2 * i0:2 * (i0 + n)], xf[2 * j0:2 * (j0 + n)],
-                        w[i0:i0 + n], w[j0:j0 + n], rest[k0:k0 + n], plan[c, 5] == 0)
-            continue
-        if mode == RUN_PAIRS:
-            _pairs_serial(xf[2 * i0:2 * i0 + 4 * n], w[i0:i0 + 2 * n],
-                          rest[k0:k0 + n], plan[c, 5] == 0)
-            continue
-        if mode == GATHER_SOFT and (not lost
-                                    or _soft_holds(compliance, inv_h2, k0, n)):
-            _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n, buf)
-            continue
-        ks = slice(k0, k0 + n)
-        _gather_factored(x, w, ci[ks], cj[ks], rest[ks], compliance[ks], kind[ks],
-                         lam[ks], inv_h2, den[ks], even[ks])
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def sweep_serial(x, w, ci, cj, rest, compliance, kind, plan, inv_h2,
-                 lam):  # pragma: no cover - compiled
-    """``sweep_factored`` with this sweep's ``link_factors`` (the contact frame
-    computes them once a frame)."""
-    den = np.empty(ci.size, rest.dtype)
-    even = np.empty(ci.size, np.bool_)
-    lost = link_factors(w, ci, cj, compliance, inv_h2, den, even)
-    sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even,
-                   soft_scratch(x), lost)
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def soft_scratch(x):  # pragma: no cover - compiled
-    """``sweep_factored``'s ``buf``: blocks of 256 compliant sticks (rows: the
-    differences, ``s`` and ``L``; 8 KB in float64, in the first-level cache)."""
-    return np.empty((4, 256), x.dtype)
 
 _planar: dict = {}
 _NO_PERM = np.zeros(0, np.int64)

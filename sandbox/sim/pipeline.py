@@ -52,7 +52,7 @@ import operator
 
 import numpy as np
 
-from . import backend, kernels, lagrange
+from . import backend, kernels, lagrange, step_kernels
 from .forces import nbody_potential
 from .integrators import can_overwrite
 
@@ -255,7 +255,7 @@ def end_step(world, backup: tuple, h: float, contiguous: bool = False) -> None:
     are in use and the state's arrays C-contiguous (a compiled frame's)."""
     p = world.particles
     x, v, xp = p.x, p.v, p.x_prev
-    if not (kernels.all_finite(x, v, xp)
+    if not (step_kernels.all_finite(x, v, xp)
             if contiguous or (backend.compiled("auto") and backend.fits(x, v, xp))
             else p.is_finite()):
         p.restore(backup[0])
@@ -312,7 +312,7 @@ def back_up(p, scratch: Scratch, field) -> tuple[tuple, bool]:
     with the particles' arrays), and whether the rows free to move are still those of
     the gravity ``field`` (then it need not compare them again this step).
 
-    One compiled pass (``kernels.back_up``) where the arrays fit it, else numpy."""
+    One compiled pass (``step_kernels.back_up``) where the arrays fit it, else numpy."""
     b = scratch.backup
     x, v, xp, w = p.x, p.v, p.x_prev, p.inv_mass
     if b is not None and backend.compiled("auto"):
@@ -337,7 +337,7 @@ def back_up_into(p, backup: tuple, movable: np.ndarray) -> bool:
     """The compiled backup of ``p`` into ``backup``'s buffers (they fit: :func:`back_up`
     checked, or a kept lane holds them); whether the movable rows are ``movable``."""
     state, bw = backup
-    kept = kernels.back_up(p.x, p.v, p.x_prev, p.inv_mass, state.x, state.v,
+    kept = step_kernels.back_up(p.x, p.v, p.x_prev, p.inv_mass, state.x, state.v,
                            state.x_prev, bw, movable)
     p.copy_rest(state)
     return bool(kept)

@@ -41,11 +41,11 @@ import math
 import numpy as np
 
 from ..kernels import _project_batches
-from ..kernels import add_scaled_difference as _add_scaled_difference
-from ..kernels import link_factors as _link_factors
-from ..kernels import soft_scratch as _soft_scratch
-from ..kernels import sweep_factored as _sweep_factored
-from ..kernels import verlet_step as _verlet_step
+from ..serial_links import link_factors as _link_factors
+from ..serial_links import soft_scratch as _soft_scratch
+from ..serial_links import sweep_factored as _sweep_factored
+from ..step_kernels import add_scaled_difference as _add_scaled_difference
+from ..step_kernels import verlet_step as _verlet_step
 from .begin import _begin_fast, _begin_walls, begin_into
 from .broad import (
     _PairList,
@@ -230,12 +230,12 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     (tested against the substep path), without a dozen Python calls a substep.
 
     Per substep ``s``: ``v_old = v``; the position step over ``x_prev``
-    (``kernels.verlet_step`` with ``c1 = 0``: the velocity "later") and the two
+    (``step_kernels.verlet_step`` with ``c1 = 0``: the velocity "later") and the two
     buffers swap roles; ``begin``; the Verlet list checked (``moved_less`` against
     half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
     ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
     ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
-    (``links``: ``kernels.sweep_factored`` with the frame's ``link_factors``, one
+    (``links``: ``serial_links.sweep_factored`` with the frame's ``link_factors``, one
     thread, the same bits as the parallel sweep) and the contacts' ``project``;
     ``v += (x - x_prev) c1`` (``add_scaled_difference``); ``finish`` (position based,
     ``sweeps``). ``v_old``, ``dx`` and ``bspace`` (:func:`begin_space` with
@@ -333,7 +333,7 @@ def launch_threads() -> None:
     disk cache into a process where no parallel kernel had run yet, the threading
     layer's entry points it called were unresolved and the call jumped to address 0
     (a segfault on the second run, the first that loads the cache). ``frame`` now
-    sweeps its links with ``kernels.sweep_factored`` and calls no parallel kernel; this
+    sweeps its links with ``serial_links.sweep_factored`` and calls no parallel kernel; this
     stays harmless for the callers that still make it."""
     if not _threads:
         z = np.zeros(0, np.int64)
