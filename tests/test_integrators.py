@@ -14,13 +14,13 @@ ALL = list(INTEGRATORS)
 
 def test_registry_is_in_cycle_order_with_declared_properties():
     assert ALL == ["euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet",
-                   "tcv", "tcv_corrected", "rk4"]
+                   "tcv", "tcv_corrected", "rk4", "forest_ruth"]
     orders = {m: (i.order, i.order_variable, i.symplectic) for m, i in INTEGRATORS.items()}
     assert orders == {
         "euler": (1, 1, False), "symplectic_euler": (1, 1, True),
         "velocity_verlet": (2, 2, True), "leapfrog": (2, 2, True),
         "verlet": (2, 0, True), "tcv": (2, 1, True), "tcv_corrected": (2, 2, True),
-        "rk4": (4, 4, False)}
+        "rk4": (4, 4, False), "forest_ruth": (4, 4, True)}
     assert {m for m, i in INTEGRATORS.items() if i.position_based} == {
         "verlet", "tcv", "tcv_corrected"}
 
@@ -65,10 +65,11 @@ def test_accel_with_wrong_shape_is_a_clear_error():
 
 @pytest.mark.parametrize("method, expected", [
     ("euler", 10), ("symplectic_euler", 10), ("velocity_verlet", 11), ("leapfrog", 11),
-    ("verlet", 11), ("tcv", 11), ("tcv_corrected", 11), ("rk4", 40)])
+    ("verlet", 11), ("tcv", 11), ("tcv_corrected", 11), ("rk4", 40), ("forest_ruth", 31)])
 def test_nfev_counts_force_evaluations(method, expected):
     # Verlet-family starts need a0 (eq. 2); velocity Verlet evaluates a0 once and then
-    # reuses a(t+h) from step to step; RK4 costs four per step.
+    # reuses a(t+h) from step to step (Forest-Ruth: three substeps of it); RK4 costs
+    # four per step.
     tr = integrate(lambda x, v: -x, [1.0], [0.0], [0.1] * 10, method)
     assert tr.nfev == expected
 
@@ -141,8 +142,7 @@ def _energy_run(method, h, n):
     return 0.5 * (tr.x[:, 0] ** 2 + tr.v[:, 0] ** 2)
 
 
-@pytest.mark.parametrize("method", ["symplectic_euler", "velocity_verlet", "leapfrog",
-                                    "verlet", "tcv", "tcv_corrected"])
+@pytest.mark.parametrize("method", [m for m, i in INTEGRATORS.items() if i.symplectic])
 def test_symplectic_energy_error_is_bounded_without_trend(method):
     h, n = 0.05, 100_000      # 800 periods
     e = _energy_run(method, h, n)
@@ -259,3 +259,81 @@ def test_same_inputs_give_bit_identical_results():
             tr = integrate(lambda x, v: p.accel(x, v) - 0.1 * v, p.x0, p.v0, dts, m)
             hashes.add((m, state_hash(tr.x, tr.v, tr.t)))
     assert len(hashes) == len(ALL)
+
+
+# ------------------------------------------------------ one entry carries every face
+
+@pytest.mark.parametrize("method", ALL)
+def test_every_integrator_carries_every_face(method):
+    """What the lab, the HUD, the panel, the CLI and the report read from an integrator
+    is class data on it: an integrator without one of them fails here, not silently
+    somewhere down the line (a figure without its colour, a map without its edge)."""
+    import matplotlib.colors
+    import matplotlib.lines
+
+    integ = INTEGRATORS[method]
+    assert integ.name == method and isinstance(integ.label, str) and integ.label
+    assert isinstance(integ.order, int) and integ.order >= 1
+    assert isinstance(integ.order_variable, int) and 0 <= integ.order_variable <= integ.order
+    assert isinstance(integ.symplectic, bool) and isinstance(integ.position_based, bool)
+    assert isinstance(integ.fevals, int) and integ.fevals >= 1
+    assert isinstance(integ.order_velocity_force, int)
+    assert 1 <= integ.order_velocity_force <= integ.order
+    assert integ.constrained_form in (None, "RATTLE", "SHAKE")
+    assert integ.local_order == integ.order + (2 if integ.position_based else 1)
+    color, marker, line = integ.style
+    assert matplotlib.colors.is_color_like(color)
+    assert marker in matplotlib.lines.Line2D.markers
+    assert line in ("-", "--", "-.", ":")
+    assert set(integ.stability) == {"oscillator", "damping"}
+    assert all(type(v) is float and v >= 0 for v in integ.stability.values())
+
+
+def test_no_two_integrators_look_alike_in_a_figure():
+    assert len({i.style[:2] for i in INTEGRATORS.values()}) == len(INTEGRATORS)
+    assert len({i.style[0] for i in INTEGRATORS.values()}) == len(INTEGRATORS)
+    assert len({i.label for i in INTEGRATORS.values()}) == len(INTEGRATORS)
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("problem", ["oscillator", "damping"])
+def test_declared_stability_edge_is_where_the_one_step_map_turns_unstable(method, problem):
+    """The edge an integrator declares against the spectral radius of its own one-step
+    map (``lab.stability_map.one_step_matrices``: the step applied to unit states):
+    <= 1 just below the edge, > 1 just above it (a 0 edge: > 1 at any step).
+    Velocity Verlet's 2 and 1, RK4's 2 sqrt 2, Forest-Ruth's 1.5734 and 0.9130 (the
+    latter two from polynomial maps written out, not from the code under test)."""
+    from sandbox.lab.stability_map import spectral_radius
+
+    edge = INTEGRATORS[method].stability[problem]
+    w, c = (np.array([1.0]), np.array([0.0])) if problem == "oscillator" else (
+        np.array([0.0]), np.array([1.0]))
+    if edge == 0:
+        assert spectral_radius(method, w * 1e-3, c * 1e-3)[0] > 1.0
+        return
+    below = spectral_radius(method, w * edge * (1 - 1e-6), c * edge * (1 - 1e-6))[0]
+    above = spectral_radius(method, w * edge * (1 + 1e-4), c * edge * (1 + 1e-4))[0]
+    # Below: on the unit circle up to the eigenvalues' rounding (a double eigenvalue
+    # at the edge moves by sqrt(eps)); above: off it by more than that.
+    assert below <= 1 + 1e-7 and above > 1 + 1e-7, (below, above)
+
+
+def test_forest_ruth_is_time_reversible_and_fourth_order_in_one_step():
+    """A symmetric composition of a symmetric map: a step of -h undoes a step of h (to
+    round-off), and one step's error from exact data on the oscillator is O(h^5)."""
+    integ = INTEGRATORS["forest_ruth"]
+    accel = lambda x, v: -x                                        # noqa: E731
+    s = State.from_xv(np.array([1.0]), np.array([0.3]))
+    integ.start(s, 0.1, accel)
+    x0, v0 = s.x.copy(), s.v.copy()
+    integ.step(s, 0.1, accel)
+    integ.step(s, -0.1, accel)
+    np.testing.assert_allclose(s.x, x0, rtol=0, atol=8 * EPS)
+    np.testing.assert_allclose(s.v, v0, rtol=0, atol=8 * EPS)
+    errs = []
+    for h in (0.1, 0.05):
+        s = State.from_xv(np.array([1.0]), np.array([0.3]))
+        integ.start(s, h, accel)
+        integ.step(s, h, accel)
+        errs.append(abs(s.x[0] - (np.cos(h) + 0.3 * np.sin(h))))
+    assert 2 ** 4.8 < errs[0] / errs[1] < 2 ** 5.2      # local order 5

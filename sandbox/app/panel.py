@@ -103,7 +103,7 @@ class ControlPanel:
 
         label("controls  Tab hides · H: keys", obj="@title")
         y += 20
-        label("integrator  I, 1-8 (order, sympl.)")
+        label(f"integrator  I, 1-{min(len(INTEGRATORS), 9)} (order, sympl.)")
         y += 20
         names = list(INTEGRATORS)
         options = [integrator_option(n) for n in names]

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim.integrators import INTEGRATORS
 from .batch import run_batch, window_max
 from .convergence import random_steps
 from .problems import Problem, moon, oscillator
 
-METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
-           "tcv_corrected", "rk4")
+#: Every registered integrator.
+METHODS = tuple(INTEGRATORS)
 MODES = ("fixed", "random")
 PROBLEMS = ("oscillator", "moon")
 RATIO_MAX = 1.5        # ratio below this ...

@@ -680,7 +680,8 @@ def _stability_notes(by: dict) -> str:
     out = [f"RK4: measured {rk_o.limit:.4f} on the oscillator (imaginary axis, theory 2 sqrt 2 "
            f"= {rk_o.theory:.4f}) and {rk_d.limit:.4f} under damping (real axis, theory "
            f"{rk_d.theory:.4f}): 2.785 is the real-axis limit."]
-    halved = [m for m in ("velocity_verlet", "leapfrog", "verlet", "tcv", "tcv_corrected")
+    methods = sorted({m for _, m in by}, key=list(INTEGRATORS).index)
+    halved = [m for m in methods
               if by[("damping", m)].limit < 0.6 * by[("damping", "symplectic_euler")].limit]
     if halved:
         out.append("Under damping " + ", ".join(halved) + " are stable only to c h = "

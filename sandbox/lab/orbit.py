@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim.integrators import INTEGRATORS
 from .batch import run_batch
 from .problems import MOON_RADIUS, MOON_SPEED_FACTOR, Problem, moon
 
-METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
-           "tcv_corrected", "rk4")
+#: Every registered integrator.
+METHODS = tuple(INTEGRATORS)
 R_FAR = 100.0                 # m
 LARGE_STEP_SPO = 20           # "a large step": 20 steps per orbit, h = P/20 = 0.447 s
 ORBITS = 100

@@ -37,11 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sim.integrators import integrate
+from ..sim.integrators import INTEGRATORS, integrate
 from .convergence import fit_order
 
-METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
-           "tcv_corrected", "rk4")
+#: Every registered integrator.
+METHODS = tuple(INTEGRATORS)
 T_END = 20.0               # s: about three periods at the cat's amplitudes
 SNAPSHOTS = 5              # outlines drawn at t = 0, T/4, ..., T
 H_SHOW = 0.05              # s: the step of the drawn cats
@@ -163,7 +163,6 @@ def verdict(method: str, dev: np.ndarray) -> str:
     otherwise ``keeps`` (it oscillates about a level). For the position-based methods
     the ``(q, p)`` map uses their velocity estimate, noted in the verdict.
     """
-    from ..sim.integrators import INTEGRATORS
     d = np.diff(dev)
     if np.mean(d > 0) >= 0.95:
         out = "grows"

@@ -13,14 +13,6 @@ import numpy as np
 from ..atomic import atomic_write_bytes
 from ..sim.integrators import INTEGRATORS
 
-# One colour and marker per integrator, the same in every figure.
-_STYLE = {
-    "euler": ("#d62728", "o"), "symplectic_euler": ("#ff7f0e", "s"),
-    "velocity_verlet": ("#1f77b4", "^"), "leapfrog": ("#17becf", "v"),
-    "verlet": ("#7f7f7f", "D"), "tcv": ("#9467bd", "P"),
-    "tcv_corrected": ("#2ca02c", "X"), "rk4": ("#8c564b", "*"),
-}
-
 
 def _plt():
     import matplotlib
@@ -30,9 +22,11 @@ def _plt():
 
 
 def style(method: str) -> dict:
-    color, marker = _STYLE.get(method, ("black", "."))
-    return {"color": color, "marker": marker, "label": INTEGRATORS[method].label
-            if method in INTEGRATORS else method}
+    """Colour, marker and label of ``method``, the same in every figure (the
+    integrator's ``style``; a name that is no integrator, e.g. a reference: black)."""
+    integ = INTEGRATORS.get(method)
+    color, marker = integ.style[:2] if integ else ("black", ".")
+    return {"color": color, "marker": marker, "label": integ.label if integ else method}
 
 
 def save(fig, path: Path) -> Path:
@@ -125,7 +119,7 @@ def energy_drift_figure(runs, problems, path: Path) -> Path:
                 if r.problem != prob or r.mode != mode:
                     continue
                 env = np.where(np.isfinite(r.envelope), r.envelope, np.nan)
-                ls = "--" if r.method in ("leapfrog", "tcv_corrected") else "-"
+                ls = _dashed(r.method)
                 ax.semilogy(r.t_window, np.maximum(env, 1e-17), lw=1.3, ls=ls, **line(r.method))
                 if not np.nanmax(env) <= Y_TOP:
                     off.append(f"{style(r.method)['label']}: {_sci(np.nanmax(env))}")
@@ -204,7 +198,7 @@ def orbit_sweep_figure(sweeps, r_far: float, spo_mark: int, path: Path) -> Path:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 5))
     for s in sweeps:
-        ls = "--" if s.method in ("leapfrog", "tcv", "tcv_corrected") else "-"
+        ls = _dashed(s.method)
         r = np.where(np.isfinite(s.r_max), s.r_max, 1e12)
         ax.semilogy(s.spo, np.minimum(r, 1e12), lw=1.2, ls=ls, **line(s.method))
     ax.axhline(r_far, color="black", lw=0.8, ls=":", label=f"escape: r > {r_far:g} m")
@@ -329,7 +323,7 @@ def phase_area_figure(clouds: dict, ref, sweeps, path: Path) -> Path:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 5.6))
     for m, c in clouds.items():
         rel = np.abs(c.area - ref.area) / ref.area[0]
-        ls = "--" if m in ("leapfrog", "tcv", "tcv_corrected") else "-"
+        ls = _dashed(m)
         a1.semilogy(c.t[1:], np.maximum(rel[1:], 1e-13), lw=1.2, ls=ls, **line(m))
     a1.set_xlabel("time t [s]")
     a1.set_ylabel("|A(t) - A_exact flow(t)| / A0")
@@ -337,7 +331,7 @@ def phase_area_figure(clouds: dict, ref, sweeps, path: Path) -> Path:
                  "(signs: see the table)", fontsize=10)
     a1.grid(True, which="both", alpha=0.3)
     for s in sweeps:
-        ls = "--" if s.method in ("leapfrog", "tcv", "tcv_corrected") else "-"
+        ls = _dashed(s.method)
         st = style(s.method)
         a2.loglog(s.h, np.maximum(np.abs(s.rel_error), 1e-17), ls=ls, ms=5,
                   **{**st, "label": None})
@@ -378,7 +372,7 @@ def velocity_figure(est_sweeps, local, path: Path) -> Path:
         ax.legend(fontsize=8)
     ax = axes[0][n]
     for m, e in local.err.items():
-        ls = "--" if m in ("leapfrog", "tcv", "tcv_corrected") else "-"
+        ls = _dashed(m)
         ax.loglog(local.h, np.maximum(e, 1e-17), ls=ls, ms=4,
                   **{**style(m), "label": f"{style(m)['label']} ({local.order[m]:.2f})"})
     _plain_log_ticks(ax, local.h)
@@ -425,7 +419,10 @@ def stability_figure(limits, path: Path) -> Path:
 # --- the maps (stability-map, escape-map, random-dt's distribution) ---------------------
 
 def _dashed(method: str) -> str:
-    return "--" if method in ("leapfrog", "tcv", "tcv_corrected") else "-"
+    """The line style of ``method`` (its integrator's ``style``: a method whose curve
+    would hide another's, e.g. leapfrog under velocity Verlet, is dashed)."""
+    integ = INTEGRATORS.get(method)
+    return integ.style[2] if integ else "-"
 
 
 def stability_map_figure(mp, path: Path) -> Path:
@@ -471,8 +468,16 @@ def stability_maps_figure(maps: dict, path: Path) -> Path:
                        colors=[st["color"]], linewidths=1.6, linestyles=_dashed(m))
         handles.append(Line2D([], [], color=st["color"], ls=_dashed(m), lw=1.6,
                               label=f"{st['label']} ({mp.stable.mean():.0%})"))
-    marks = [(2.0, 0.0, "2"), (2 * np.sqrt(2), 0.0, "2√2"), (0.0, 2.785, "2.785"),
-             (0.0, 2.0, "2"), (0.0, 1.0, "1")]
+    # Each integrator's declared edges (Integrator.stability), once per distinct value.
+    edges = {}
+    for m in maps:
+        lim = INTEGRATORS[m].stability if m in INTEGRATORS else {}
+        for axis, at in (("oscillator", lambda e: (e, 0.0)), ("damping", lambda e: (0.0, e))):
+            e = lim.get(axis, 0.0)
+            if e > 0:
+                edges.setdefault(at(round(e, 6)), "2√2" if abs(e - 2 * np.sqrt(2)) < 1e-9
+                                 else f"{e:.4g}")
+    marks = [(x, y, label) for (x, y), label in edges.items()]
     for x, y, label in marks:
         ax.plot([x], [y], "k+", ms=10, mew=1.5, clip_on=False, zorder=5)
         ax.annotate(label, (x, y), xytext=(4, 4) if y == 0 else (5, -3),

@@ -25,7 +25,9 @@ CONFIRMED, PARTLY, NOT, MISSING = ("confirmed", "partly confirmed", "not confirm
                                    "not measured")
 ORDER_TOL = 0.3          # a measured order "is" n when within this
 ORDER_PROBLEMS = ("oscillator", "kepler_circular", "kepler_eccentric", "moon")
-ONE_STEP_SYMPLECTIC = ("symplectic_euler", "velocity_verlet", "leapfrog")
+#: The symplectic methods that need no earlier position (not the Verlet family).
+ONE_STEP_SYMPLECTIC = tuple(m for m, integ in INTEGRATORS.items()
+                            if integ.symplectic and not integ.position_based)
 
 
 @dataclass(frozen=True)

@@ -38,10 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim.integrators import INTEGRATORS
 from .batch import run_batch
 
-METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
-           "tcv_corrected", "rk4")
+#: Every registered integrator.
+METHODS = tuple(INTEGRATORS)
 PROBLEMS = ("oscillator", "damping")
 THRESHOLD = 1000.0
 GRID = 256
@@ -49,20 +50,10 @@ LEVELS = 2
 Z_MAX = 6.0
 
 
-def _rk4_real_limit() -> float:
-    # 1 - z + z^2/2 - z^3/6 + z^4/24 = 1  ->  z (-1 + z/2 - z^2/6 + z^3/24) = 0.
-    r = np.roots([1 / 24, -1 / 6, 1 / 2, -1])
-    return float(min(x.real for x in r if abs(x.imag) < 1e-12 and x.real > 0))
-
-
-THEORY = {
-    "oscillator": {"euler": 0.0, "symplectic_euler": 2.0, "velocity_verlet": 2.0,
-                   "leapfrog": 2.0, "verlet": 2.0, "tcv": 2.0, "tcv_corrected": 2.0,
-                   "rk4": 2.0 * np.sqrt(2.0)},
-    "damping": {"euler": 2.0, "symplectic_euler": 2.0, "velocity_verlet": 1.0,
-                "leapfrog": 1.0, "verlet": 1.0, "tcv": 1.0, "tcv_corrected": 1.0,
-                "rk4": _rk4_real_limit()},
-}
+#: Each method's stability edge on each problem, as the integrator states it
+#: (``Integrator.stability``).
+THEORY = {problem: {m: integ.stability[problem] for m, integ in INTEGRATORS.items()}
+          for problem in PROBLEMS}
 
 
 def euler_finite_n(n: int, threshold: float = THRESHOLD) -> float:

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sim.integrators import get_integrator
+from ..sim.integrators import INTEGRATORS, get_integrator
 from ..sim.particles import State
 
-METHODS = ("euler", "symplectic_euler", "velocity_verlet", "leapfrog", "verlet", "tcv",
-           "tcv_corrected", "rk4")
+#: Every registered integrator.
+METHODS = tuple(INTEGRATORS)
 RES = 400
 Z_MAX = 3.2           # no analytic edge falls on a grid point (2/dz = 249.4 at RES 400)
 N_STEPS = 2000

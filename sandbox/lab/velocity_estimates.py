@@ -37,10 +37,8 @@ from .problems import Problem, kepler, oscillator
 ESTIMATES = ("backward", "forward", "central", "own")
 EXPECTED = {"backward": 1, "forward": 1, "central": 2, "own": 2}
 PROBLEMS = ("oscillator", "kepler_eccentric")
-# Local error of one step from exact data, in position: one order above the global one
-# for one-step methods, two above for the two-step position Verlet family.
-LOCAL_THEORY = {"euler": 2, "symplectic_euler": 2, "velocity_verlet": 3, "leapfrog": 3,
-                "verlet": 4, "tcv": 4, "tcv_corrected": 4, "rk4": 5}
+#: Local error of one step from exact data, in position (``Integrator.local_order``).
+LOCAL_THEORY = {m: integ.local_order for m, integ in INTEGRATORS.items()}
 
 
 def setup(name: str) -> tuple[Problem, tuple[int, ...]]:
