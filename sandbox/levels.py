@@ -31,7 +31,7 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 import tomli_w
 from pydantic import (
@@ -48,6 +48,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .atomic import FileTooLarge, atomic_write_text, read_bounded
+from .sim import builders
 from .sim.integrators import INTEGRATORS
 from .sim.timestep import TIMESTEPS, TimestepPolicy, make_policy
 
@@ -292,7 +293,40 @@ Radius = Annotated[NonNeg, Field(description="collision/draw radius of each part
 Compliance = Annotated[NonNeg, Field(description="XPBD compliance, m/N; 0 = rigid")]
 
 
-class Cloth(_Spec):
+class Totals(typing.NamedTuple):
+    """What building asks for: particles, links (constraints) and springs."""
+
+    particles: int
+    links: int
+    springs: int
+
+
+def _grid_links(cols: int, rows: int, shear: bool, bend: bool) -> int:
+    n = (cols - 1) * rows + cols * (rows - 1)
+    n += 2 * (cols - 1) * (rows - 1) if shear else 0
+    return n + ((cols - 2) * rows + cols * (rows - 2) if bend else 0)
+
+
+def _rods(n: int, stiffness: float) -> Totals:
+    return Totals(n + 1, 0, n) if stiffness > 0 else Totals(n + 1, n, 0)
+
+
+class _Body(_Spec):
+    """A ``[[bodies]]`` table, every face of one body type: its schema (the fields), what
+    builds it (``builder``, a function of :mod:`sandbox.sim.builders` called with the world
+    and the fields), how much it builds before building (:meth:`totals`, which the level
+    limits read), and whether it needs n-body gravity (``needs_gravity``). One class a
+    body type, listed in :data:`BODY_TYPES`; a test checks every face of every entry and
+    the totals against the built worlds."""
+
+    builder: ClassVar[Callable[..., Any]]
+    needs_gravity: ClassVar[bool] = False
+
+    def totals(self) -> Totals:
+        raise NotImplementedError
+
+
+class Cloth(_Body):
     """A rectangular grid of particles joined by structural (and optional shear and bend)
     links, hanging from its top edge."""
 
@@ -311,8 +345,14 @@ class Cloth(_Spec):
     shear_compliance: NonNeg = Field(0.0, description="compliance of shear links, m/N")
     bend_compliance: NonNeg = Field(1e-4, description="compliance of bending links, m/N")
 
+    builder = staticmethod(builders.build_cloth)
 
-class Rope(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.cols * self.rows,
+                      _grid_links(self.cols, self.rows, self.shear, self.bend), 0)
+
+
+class Rope(_Body):
     """A chain of particles from ``start`` to ``end``."""
 
     type: Literal["rope"] = "rope"
@@ -331,8 +371,13 @@ class Rope(_Spec):
         _check_ends(self, "rope")
         return self
 
+    builder = staticmethod(builders.build_rope)
 
-class Bridge(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.segments + 1, self.segments, 0)
+
+
+class Bridge(_Body):
     """A sagging chain of links pinned at both ends."""
 
     type: Literal["bridge"] = "bridge"
@@ -349,8 +394,13 @@ class Bridge(_Spec):
         _check_ends(self, "bridge")
         return self
 
+    builder = staticmethod(builders.build_bridge)
 
-class SoftRing(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.links + 1, self.links, 0)
+
+
+class SoftRing(_Body):
     """A closed ring of particles inflated by an area-preserving pressure."""
 
     type: Literal["soft_ring"] = "soft_ring"
@@ -363,8 +413,13 @@ class SoftRing(_Spec):
     radius: Radius = 0.0
     compliance: Compliance = 0.0
 
+    builder = staticmethod(builders.build_soft_ring)
 
-class SoftBlob(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.segments, self.segments, 0)
+
+
+class SoftBlob(_Body):
     """A compliant lattice (structural, shear and bending links): jelly."""
 
     type: Literal["soft_blob"] = "soft_blob"
@@ -376,8 +431,13 @@ class SoftBlob(_Spec):
     radius: Radius = 0.0
     compliance: Compliance = 1e-5
 
+    builder = staticmethod(builders.build_soft_blob)
 
-class Pendulum(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.cols * self.rows, _grid_links(self.cols, self.rows, True, True), 0)
+
+
+class Pendulum(_Body):
     """A bob on a rigid rod from a fixed pivot."""
 
     type: Literal["pendulum"] = "pendulum"
@@ -389,8 +449,13 @@ class Pendulum(_Spec):
     stiffness: NonNeg = Field(0.0, description="0: a rigid rod (a constraint); > 0: the "
                                                "rod is a spring of this stiffness, N/m")
 
+    builder = staticmethod(builders.build_pendulum)
 
-class DoublePendulum(_Spec):
+    def totals(self) -> Totals:
+        return _rods(1, self.stiffness)
+
+
+class DoublePendulum(_Body):
     """Two bobs on rigid rods in series: the classic chaotic system."""
 
     type: Literal["double_pendulum"] = "double_pendulum"
@@ -402,8 +467,13 @@ class DoublePendulum(_Spec):
     stiffness: NonNeg = Field(0.0, description="0: rigid rods (constraints); > 0: the "
                                                "rods are springs of this stiffness, N/m")
 
+    builder = staticmethod(builders.build_double_pendulum)
 
-class Cradle(_Spec):
+    def totals(self) -> Totals:
+        return _rods(2, self.stiffness)
+
+
+class Cradle(_Body):
     """Newton's cradle: touching balls on equal strings, ``pull`` of them swung aside."""
 
     type: Literal["cradle"] = "cradle"
@@ -422,6 +492,11 @@ class Cradle(_Spec):
                         balls=self.balls)
         return self
 
+    builder = staticmethod(builders.build_cradle)
+
+    def totals(self) -> Totals:
+        return Totals(2 * self.balls, self.balls, 0)
+
 
 class Moon(_Spec):
     """A body on a circular orbit around the centre, ``speed_factor`` times circular."""
@@ -436,7 +511,7 @@ def _default_moons() -> list[Moon]:
     return [Moon(distance=10.0, speed_factor=1.1, mass=1.0)]
 
 
-class Orbit(_Spec):
+class Orbit(_Body):
     """A central mass and its moons under n-body gravity (needs ``world.G > 0``)."""
 
     type: Literal["orbit"] = "orbit"
@@ -447,8 +522,14 @@ class Orbit(_Spec):
     radius: Radius = 0.1
     fixed_center: Bool = Field(False, description="pin the central body")
 
+    builder = staticmethod(builders.build_orbit)
+    needs_gravity = True
 
-class Balls(_Spec):
+    def totals(self) -> Totals:
+        return Totals(1 + len(self.moons), 0, 0)
+
+
+class Balls(_Body):
     """A block of free balls without links, for piles (set ``world.collide_particles``)."""
 
     type: Literal["balls"] = "balls"
@@ -459,8 +540,13 @@ class Balls(_Spec):
     radius: Radius = 0.08
     mass: Mass = 0.1
 
+    builder = staticmethod(builders.build_balls)
 
-class BallBlock(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.cols * self.rows, 0, 0)
+
+
+class BallBlock(_Body):
     """A block of free balls in straight columns, each nudged by a seeded random offset
     (the benchmark's pile; set ``world.collide_particles``)."""
 
@@ -482,8 +568,13 @@ class BallBlock(_Spec):
                         field="jitter", spacing=self.spacing)
         return self
 
+    builder = staticmethod(builders.build_ball_block)
 
-class NbodyDisc(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.cols * self.rows, 0, 0)
+
+
+class NbodyDisc(_Body):
     """Equal bodies scattered over a disc (seeded) on near-circular orbits about its
     centre under their own gravity (needs ``world.G > 0``): the benchmark's n-body scene."""
 
@@ -497,8 +588,14 @@ class NbodyDisc(_Spec):
     radius: Radius = 0.05
     seed: Seed = 0
 
+    builder = staticmethod(builders.build_nbody_disc)
+    needs_gravity = True
 
-class Particles(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.n, 0, 0)
+
+
+class FreeParticles(_Body):
     """Free particles at the given points (what build mode's particle and ball tools
     place)."""
 
@@ -509,8 +606,13 @@ class Particles(_Spec):
     radius: Radius = 0.0
     pinned: Bool = Field(False, description="held in place")
 
+    builder = staticmethod(builders.build_particles)
 
-class Links(_Spec):
+    def totals(self) -> Totals:
+        return Totals(len(self.points), 0, 0)
+
+
+class Links(_Body):
     """Links between particles made by the bodies before it, by their index in build
     order (the first body's particles are 0, 1, ...): build mode's link tool."""
 
@@ -523,8 +625,13 @@ class Links(_Spec):
     compliance: Compliance = 0.0
     kind: Literal["stick", "rope"] = Field("stick", description="rope: slack allowed")
 
+    builder = staticmethod(builders.build_links)
 
-class Chain(_Spec):
+    def totals(self) -> Totals:
+        return Totals(0, len(self.pairs), 0)
+
+
+class Chain(_Body):
     """A chain of particles through the given points, one link between neighbours
     (build mode's rope tool: a path)."""
 
@@ -538,8 +645,13 @@ class Chain(_Spec):
     pin: Literal["none", "start", "end", "both"] = Field("none",
                                                         description="which ends are pinned")
 
+    builder = staticmethod(builders.build_chain)
 
-class SpringChain(_Spec):
+    def totals(self) -> Totals:
+        return Totals(len(self.points), len(self.points) - 1, 0)
+
+
+class SpringChain(_Body):
     """A chain of particles joined by springs (forces, not constraints)."""
 
     type: Literal["spring_chain"] = "spring_chain"
@@ -557,8 +669,13 @@ class SpringChain(_Spec):
         _check_ends(self, "spring_chain")
         return self
 
+    builder = staticmethod(builders.build_spring_chain)
 
-class SpringPendulum(_Spec):
+    def totals(self) -> Totals:
+        return Totals(self.segments + 1, 0, self.segments)
+
+
+class SpringPendulum(_Body):
     """A bob on a spring from a fixed pivot: it swings and bounces."""
 
     type: Literal["spring_pendulum"] = "spring_pendulum"
@@ -581,10 +698,15 @@ class SpringPendulum(_Spec):
                         field="stretch", length=self.length)
         return self
 
+    builder = staticmethod(builders.build_spring_pendulum)
 
-Body = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
+    def totals(self) -> Totals:
+        return Totals(2, 0, 1)
+
+
+AnyBody = Annotated[Union[Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum,  # noqa: UP007
                        DoublePendulum, Cradle, Orbit, Balls, SpringChain, SpringPendulum,
-                       Particles, Links, Chain, BallBlock, NbodyDisc],
+                       FreeParticles, Links, Chain, BallBlock, NbodyDisc],
                  Field(discriminator="type")]
 
 
@@ -639,7 +761,7 @@ class Box(_Shape):
         return self
 
 
-Shape = Annotated[Union[Circle, Segment, Polygon, Box],  # noqa: UP007
+AnyShape = Annotated[Union[Circle, Segment, Polygon, Box],  # noqa: UP007
                   Field(discriminator="type")]
 
 
@@ -657,15 +779,15 @@ class Level(_Spec):
                           "that differs most visibly from the world's own here")
     world: WorldSettings = Field(WorldSettings(), description="[world] table")
     view: View = Field(View(), description="[view] table")
-    bodies: Annotated[list[Body], Field(max_length=MAX_BODIES)] = Field(
+    bodies: Annotated[list[AnyBody], Field(max_length=MAX_BODIES)] = Field(
         default_factory=list, description="[[bodies]] tables")
-    shapes: Annotated[list[Shape], Field(max_length=MAX_SHAPES)] = Field(
+    shapes: Annotated[list[AnyShape], Field(max_length=MAX_SHAPES)] = Field(
         default_factory=list, description="[[shapes]] tables")
 
     @model_validator(mode="after")
     def _orbits_need_gravity(self):
         # Checked here, at the boundary, rather than as a ValueError inside the builder.
-        orbits = [i for i, b in enumerate(self.bodies) if b.type in ("orbit", "nbody_disc")]
+        orbits = [i for i, b in enumerate(self.bodies) if b.needs_gravity]
         if orbits and self.world.G <= 0:
             raise _fail("orbit", "expected a number > 0: bodies[{i}] is an {kind}, which "
                                  "needs n-body gravity", field="world.G", got=self.world.G,
@@ -679,7 +801,7 @@ class Level(_Spec):
         for field, message, got in world_limits(t.particles, t.links, t.springs, w.G,
                                                 w.substeps, w.iterations):
             if field in ("particles", "links"):
-                size = [body_totals(b) for b in self.bodies]
+                size = [b.totals() for b in self.bodies]
                 k = max(range(len(size)), key=lambda k: size[k].particles
                         if field == "particles" else size[k].links + size[k].springs)
                 message += f"; bodies[{k}], a {self.bodies[k].type}, is the largest"
@@ -719,62 +841,16 @@ class _Count(int):
         return f"{int(self):,}"
 
 
-class Totals(typing.NamedTuple):
-    """What building asks for: particles, links (constraints) and springs."""
-
-    particles: int
-    links: int
-    springs: int
-
-
-def _grid_links(cols: int, rows: int, shear: bool, bend: bool) -> int:
-    n = (cols - 1) * rows + cols * (rows - 1)
-    n += 2 * (cols - 1) * (rows - 1) if shear else 0
-    return n + ((cols - 2) * rows + cols * (rows - 2) if bend else 0)
-
-
-def _rods(n: int, stiffness: float) -> Totals:
-    return Totals(n + 1, 0, n) if stiffness > 0 else Totals(n + 1, n, 0)
-
-
-# Body type -> what its builder makes (tests/test_hostile_levels.py checks these against
-# the built worlds).
-_TOTALS: dict[str, Callable[[Any], Totals]] = {
-    "cloth": lambda b: Totals(b.cols * b.rows, _grid_links(b.cols, b.rows, b.shear, b.bend), 0),
-    "rope": lambda b: Totals(b.segments + 1, b.segments, 0),
-    "bridge": lambda b: Totals(b.links + 1, b.links, 0),
-    "soft_ring": lambda b: Totals(b.segments, b.segments, 0),
-    "soft_blob": lambda b: Totals(b.cols * b.rows, _grid_links(b.cols, b.rows, True, True), 0),
-    "pendulum": lambda b: _rods(1, b.stiffness),
-    "double_pendulum": lambda b: _rods(2, b.stiffness),
-    "cradle": lambda b: Totals(2 * b.balls, b.balls, 0),
-    "orbit": lambda b: Totals(1 + len(b.moons), 0, 0),
-    "balls": lambda b: Totals(b.cols * b.rows, 0, 0),
-    "spring_chain": lambda b: Totals(b.segments + 1, 0, b.segments),
-    "spring_pendulum": lambda b: Totals(2, 0, 1),
-    "particles": lambda b: Totals(len(b.points), 0, 0),
-    "links": lambda b: Totals(0, len(b.pairs), 0),
-    "chain": lambda b: Totals(len(b.points), len(b.points) - 1, 0),
-    "ball_block": lambda b: Totals(b.cols * b.rows, 0, 0),
-    "nbody_disc": lambda b: Totals(b.n, 0, 0),
-}
-
-
-def body_totals(body: Any) -> Totals:
-    """The particles, links and springs one ``[[bodies]]`` table builds."""
-    return _TOTALS[body.type](body)
-
-
 def level_totals(level: Level) -> Totals:
     """The particles, links and springs a level builds, before building it."""
-    counts = [body_totals(b) for b in level.bodies]
+    counts = [b.totals() for b in level.bodies]
     return Totals(*(sum(c[k] for c in counts) for k in range(3)))
 
 
 BODY_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m
     for m in (Cloth, Rope, Bridge, SoftRing, SoftBlob, Pendulum, DoublePendulum, Cradle, Orbit,
-              Balls, SpringChain, SpringPendulum, Particles, Links, Chain, BallBlock,
+              Balls, SpringChain, SpringPendulum, FreeParticles, Links, Chain, BallBlock,
               NbodyDisc)}
 SHAPE_TYPES: dict[str, type[_Spec]] = {
     m.model_fields["type"].default: m for m in (Circle, Segment, Polygon, Box)}
@@ -1089,7 +1165,7 @@ def world_settings(table: Any) -> WorldSettings:
                                      for err in errors[:MAX_ERRORS]]) from None
 
 
-_SHAPES = TypeAdapter(Annotated[list[Shape], Field(max_length=MAX_SHAPES)])
+_SHAPES = TypeAdapter(Annotated[list[AnyShape], Field(max_length=MAX_SHAPES)])
 
 
 def shape_specs(specs: Any) -> list[dict]:
@@ -1199,13 +1275,12 @@ def world_config_kwargs(level: Level) -> dict[str, Any]:
 
 def build_world(level: Level) -> World:
     """A started :class:`~sandbox.sim.world.World` holding the level's bodies and shapes."""
-    from .sim.builders import BUILDERS
     from .sim.world import World, WorldConfig
 
     world = World(WorldConfig(**world_config_kwargs(level)))
     for k, body in enumerate(level.bodies):
         try:
-            BUILDERS[body.type](world, **body.model_dump(exclude={"type"}))
+            body.builder(world, **body.model_dump(exclude={"type"}))
         except (ValueError, ArithmeticError) as e:  # what only building can tell (links)
             raise LevelError(level.name or "level", [f"bodies[{k}] ({body.type}): {e}"]) \
                 from None

@@ -58,7 +58,7 @@ def test_the_bench_builds_its_scenes_from_the_level_files(monkeypatch, tmp_path)
     own = [n for n in vars(bench) if n.startswith("build")]
     assert own == []
     source = (ROOT / "sandbox" / "bench.py").read_text(encoding="utf-8")
-    for word in ("add_particles", "WorldConfig", "BUILDERS", "default_rng", "add_shape("):
+    for word in ("add_particles", "WorldConfig", "builders", "default_rng", "add_shape("):
         assert word not in source, word
 
 

@@ -112,7 +112,7 @@ def _old_world(name: str) -> World:
     config, bodies, extra, shapes = OLD[name]
     world = World(WorldConfig(**config))
     for kind, params in bodies:
-        builders.BUILDERS[kind](world, **params)
+        levels.BODY_TYPES[kind].builder(world, **params)
     if extra is not None:
         extra(world, np.random.default_rng(0))
     for shape in shapes:

@@ -152,7 +152,7 @@ def _soft_blob(dtype="float64", integrator="tcv_corrected") -> World:
     the bounds' floor (links and walls only), restitution and friction, 20 substeps."""
     w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=20, iterations=1,
                           bounds=(-2.0, -1.0, 2.0, 3.0), restitution=0.3, friction=0.5))
-    B.BUILDERS["soft_blob"](w, center=(0.0, -0.6), cols=6, rows=6, spacing=0.1, mass=0.05,
+    B.build_soft_blob(w, center=(0.0, -0.6), cols=6, rows=6, spacing=0.1, mass=0.05,
                             radius=0.04, compliance=1e-5)
     return w
 

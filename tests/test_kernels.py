@@ -369,7 +369,7 @@ def test_a_world_rolls_back_to_its_backup_when_a_frame_diverges():
     from sandbox.sim.world import SimulationDiverged
 
     w = World(WorldConfig(bounds=(-2.0, -1.0, 2.0, 3.0), substeps=4))
-    B.BUILDERS["soft_blob"](w, center=(0.0, 0.0), cols=4, rows=4, spacing=0.1, mass=0.05,
+    B.build_soft_blob(w, center=(0.0, 0.0), cols=4, rows=4, spacing=0.1, mass=0.05,
                             radius=0.04, compliance=1e-5)
     for _ in range(5):
         w.step(1 / 60)

@@ -600,3 +600,23 @@ def test_the_soft_bodies_never_pass_through_each_other():
         closest = min(closest, float(d))
     assert closest > 0.95 * gap
     assert closest < 1.5 * gap                           # they did meet
+
+
+@pytest.mark.parametrize("kind", sorted(L.BODY_TYPES))
+def test_every_body_type_carries_every_face(kind):
+    """One entry a body type (``BODY_TYPES``): its schema, its builder, its totals and
+    whether it needs gravity. The builder takes every field the schema has (a field the
+    builder does not know would fail only when a level uses it), and every parameter it
+    takes that no field sets has a default."""
+    import inspect
+
+    model = L.BODY_TYPES[kind]
+    assert model.model_fields["type"].default == kind
+    assert callable(model.builder) and isinstance(model.needs_gravity, bool)
+    assert model.totals is not L._Body.totals, "no totals()"
+    params = inspect.signature(model.builder).parameters
+    assert list(params)[0] == "world"
+    fields = set(model.model_fields) - {"type"}
+    assert fields <= set(params), fields - set(params)
+    assert all(p.default is not inspect.Parameter.empty for n, p in params.items()
+               if n != "world" and n not in fields), "a builder parameter no field sets"

@@ -39,7 +39,7 @@ from ..sim import backend, cores
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import files
-from .builder import BuildMode
+from .build_mode import BuildMode
 from .camera import Camera
 from .graph import EnergyGraph
 from .hud import (

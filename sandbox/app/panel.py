@@ -313,7 +313,7 @@ class ControlPanel:
     BUILD_HEIGHT = 4 + 20 + 20 + 28 + 5 * 42 + 28 + 28 + 28 + 4
 
     def _build_tools(self) -> None:
-        from .build import TOOLS
+        from .editor import TOOLS
 
         self.mode = "build"
         r = self.rect

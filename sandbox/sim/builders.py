@@ -404,16 +404,6 @@ def build_chain(world: World, points, mass: float = 0.05, radius: float = 0.0,
     return _chain(world, pts, mass, radius, compliance, pinned, kind, name="chain")
 
 
-BUILDERS = {
-    "cloth": build_cloth, "rope": build_rope, "bridge": build_bridge,
-    "soft_ring": build_soft_ring, "soft_blob": build_soft_blob, "pendulum": build_pendulum,
-    "double_pendulum": build_double_pendulum, "cradle": build_cradle, "orbit": build_orbit,
-    "balls": build_balls, "spring_chain": build_spring_chain,
-    "spring_pendulum": build_spring_pendulum, "particles": build_particles,
-    "links": build_links, "chain": build_chain,
-}
-
-
 def build_nbody_disc(world: World, n: int = 100, center=(0.0, 0.0), disc_radius: float = 10.0,
                      total_mass: float = 100.0, spread: float = 0.1, radius: float = 0.05,
                      seed: int = 0) -> Body:
@@ -466,5 +456,3 @@ def build_ball_block(world: World, cols: int = 40, rows: int = 50, spacing: floa
     world.bodies.append(body)
     return body
 
-
-BUILDERS.update(nbody_disc=build_nbody_disc, ball_block=build_ball_block)

@@ -1,6 +1,6 @@
 """Build mode's commands: what B, the build tools and the build panel do to the app.
 
-The editing itself (a level table, its history, the tools' geometry) is ``build.py``;
+The editing itself (a level table, its history, the tools' geometry) is ``editor.py``;
 this is the glue to the window: rebuilding the session's world from the edited level,
 explaining refused edits, the save dialog. :class:`BuildMode` methods are the app's
 commands of the same names (``App.commands``).
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import TOOLS, Editor, nearest_item, new_level_table, spec_for
+from .editor import TOOLS, Editor, nearest_item, new_level_table, spec_for
 
 
 class BuildMode:
