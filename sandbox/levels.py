@@ -259,7 +259,8 @@ class WorldSettings(_Spec):
     tear_ratio: Annotated[Float, AfterValidator(_check_tear_ratio)] = Field(
         0.0, description="a link tears when stretched beyond this ratio of its rest "
                          "length; 0 = never")
-    drag: NonNeg = Field(0.0, description="linear air drag rate, 1/s (a = -drag * v)")
+    drag: Annotated[NonNeg, Field(le=10.0)] = Field(
+        0.0, description="linear air drag rate, 1/s (a = -drag * v)")
     G: NonNeg = Field(0.0, description="n-body gravitational constant, m^3/(kg s^2); 0 = off")
     softening: NonNeg = Field(0.01, description="n-body gravity softening length, m")
     bounds: Annotated[Bounds | None, AfterValidator(_check_bounds)] = Field(

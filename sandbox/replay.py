@@ -2,8 +2,10 @@
 
 A :class:`SessionLog` holds the level (as validated TOML text: the file is
 self-contained), every frame's planned steps and every input that changed the world
-(grab, the hand's drag path, release, pin, cut, integrator and solver switches, reset),
-each stamped with the frame it came before. The physics is deterministic (the tests
+(grab, the hand's drag path, release, pin, cut, integrator and constraint method
+switches, a world setting of :mod:`sandbox.settings` set (``["set", name, value]``:
+iterations, substeps, air drag; files written before it hold ``configure`` for the first
+two), reset), each stamped with the frame it came before. The physics is deterministic (the tests
 prove it bit for bit), so :func:`play` rebuilds the world from the level and applies the
 same inputs before the same steps, and ends in the same state: its hash is stored in
 the file and checked.
@@ -84,6 +86,15 @@ class ReplayFile(_Model):
                 if len(args) != 1 or args[0] not in INTEGRATORS:
                     raise ValueError(f"{where}: 'integrator' takes one of: "
                                      f"{', '.join(INTEGRATORS)}")
+                continue
+            if op == "set":
+                from .settings import SETTINGS
+                if len(args) != 2 or not isinstance(args[0], str) or args[0] not in SETTINGS:
+                    raise ValueError(f"{where}: 'set' takes [setting, value] with a setting "
+                                     f"of: {', '.join(SETTINGS)}")
+                problem = SETTINGS[args[0]].problem(args[1])
+                if problem:
+                    raise ValueError(f"{where}: {problem}")
                 continue
             if op == "constraints":
                 from .sim.lagrange import CONSTRAINT_METHODS
@@ -234,6 +245,7 @@ def apply(world, level, op: str, args: list):
     import dataclasses
 
     from .levels import build_world
+    from .settings import SETTINGS
 
     if op == "grab":
         k = world.nearest_movable(args[:2], args[2])
@@ -255,7 +267,10 @@ def apply(world, level, op: str, args: list):
         world.set_integrator(args[0])
     elif op == "constraints":
         world.set_constraint_method(args[0])
-    elif op == "configure":
+    elif op == "set":                   # a world setting (settings.SETTINGS)
+        value = int(args[1]) if SETTINGS[args[0]].integer else float(args[1])
+        world.configure(dataclasses.replace(world.config, **{args[0]: value}))
+    elif op == "configure":             # iterations and substeps, as files before "set"
         world.configure(dataclasses.replace(world.config, iterations=int(args[0]),
                                             substeps=int(args[1])))
     elif op == "reset":

@@ -149,20 +149,23 @@ def check_speed(app, b):
     assert app.world.steps - steps == (2 if b.arg < 1 else 32)
 
 
-def check_iterations(app, b):
-    before = app.world.config.iterations
-    press(app, b.key, b.mods)
-    assert app.world.config.iterations == before + b.arg
-    for _ in range(10):
-        press(app, b.key, b.mods)
-    assert app.world.config.iterations >= 1
+def check_change_setting(app, b):
+    """A key of a world setting (``settings.SETTINGS``): one step up or down, on the
+    world and said on screen; held at the setting's limits."""
+    from sandbox.settings import SETTINGS
 
-
-def check_substeps(app, b):
-    press(app, pygame.K_EQUALS, pygame.KMOD_SHIFT)     # start above the floor of 1
-    before = app.world.config.substeps
+    name, sign = b.arg
+    st = SETTINGS[name]
+    lo, hi = st.limits
+    app.do("set_setting", (name, min(max(getattr(app.world.config, name), lo + st.step),
+                                     hi - st.step)))     # start off both ends
+    before = getattr(app.world.config, name)
     press(app, b.key, b.mods)
-    assert app.world.config.substeps == before + b.arg
+    assert getattr(app.world.config, name) == pytest.approx(before + sign * st.step)
+    assert any(st.label in m[0] for m in app.messages)
+    app.do("set_setting", (name, hi if sign > 0 else lo))
+    press(app, b.key, b.mods)
+    assert getattr(app.world.config, name) == (hi if sign > 0 else lo)
 
 
 def check_reset(app, b):

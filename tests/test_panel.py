@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import events as ev
+import pygame
 import pytest
 
 from sandbox.app.main import App
@@ -142,3 +143,27 @@ def test_the_level_picker_names_a_benchmark_scene_and_a_file_elsewhere(tmp_path)
         assert [o[0] for o in a.panel.level.options_list].count(shown) == 1, source
     pick(a, a.panel.level, "rope")
     assert a.scene.source == "rope" and a.panel.level.selected_option[0] == "rope"
+
+
+def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
+    """One row of ``settings.SETTINGS`` makes a slider (the level schema's range, the
+    row's keys in its label) and key bindings: the air drag slider moves the world's
+    drag by its step, and D / Shift+D move it as the slider shows."""
+    from sandbox.app import keymap
+    from sandbox.settings import SETTINGS
+
+    for name, st in SETTINGS.items():
+        slider = app.panel.sliders[name][0]
+        assert tuple(slider.value_range) == st.limits, name
+        actions = {(b.action, b.arg) for b in keymap.KEYMAP}
+        assert {("change_setting", (name, +1)), ("change_setting", (name, -1))} <= actions
+    slider = app.panel.sliders["drag"][0]
+    before = app.world.config.drag
+    click(app, slider.right_button.get_abs_rect().center)
+    assert app.world.config.drag == pytest.approx(before + SETTINGS["drag"].step)
+    ev.press(pygame.K_d)
+    for _ in range(3):
+        app.frame(H)
+    assert app.world.config.drag == pytest.approx(before + 2 * SETTINGS["drag"].step)
+    assert slider.get_current_value() == pytest.approx(app.world.config.drag)
+    assert app.panel.sliders["iterations"][0].value_range == (1, 200)   # was 1..100

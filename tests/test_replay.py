@@ -41,7 +41,10 @@ def record_session(tmp_path) -> tuple[Path, str]:
     ev.post(ev.button_up((p[0] - 84, p[1] - 56)))
     app.frame(next(it))
     app.do("set_integrator", "verlet")
-    app.do("substeps", 1)
+    app.do("change_setting", ("substeps", 1))
+    app.do("change_setting", ("drag", 1))             # D: air drag, one row of SETTINGS
+    app.frame(next(it))
+    app.do("set_setting", ("drag", 0.35))             # and its slider
     x = app.world.particles.x
     y = float(np.median(x[:300, 1]))
     a = app.camera.to_screen([x[:300, 0].min() - 0.2, y])
@@ -58,8 +61,16 @@ def record_session(tmp_path) -> tuple[Path, str]:
     assert len(app.world.constraints) == len(app.scene.make_world().constraints)
     path = app.session.save_replay(tmp_path / "replays")
     kinds = {e[1] for e in json.loads(path.read_text())["events"]}
-    assert {"grab", "drag", "release", "integrator", "configure", "cut", "pin",
+    assert {"grab", "drag", "release", "integrator", "set", "cut", "pin",
             "reset"} <= kinds
+    sets = [e[2:] for e in json.loads(path.read_text())["events"] if e[1] == "set"]
+    # One more substep, one step more drag (0.05 1/s), then the slider's 0.35; after
+    # the reset the drag chosen again (the level's own is another).
+    own = app.scene.make_world().config
+    assert own.drag != 0.35
+    assert sets[:3] == [["substeps", own.substeps + 1], ["drag", own.drag + 0.05],
+                        ["drag", 0.35]]
+    assert sets[-1] == ["drag", 0.35] and app.world.config.drag == 0.35
     return path, app.world.state_hash()
 
 
@@ -123,6 +134,13 @@ def _variant(**changes) -> str:
     (_variant(events=[[3, "release"], [1, "release"]]), "must not go back"),
     (_variant(events=[[0, "integrator", "rk5"]]), "'integrator' takes one of"),
     (_variant(events=[[0, "configure", 0, 1]]), "iterations 1..200"),
+    (_variant(events=[[0, "set", "gravity", 1.0]]), "'set' takes [setting, value]"),
+    (_variant(events=[[0, "set", ["drag"], 1.0]]), "'set' takes [setting, value]"),
+    (_variant(events=[[0, "set", "drag"]]), "'set' takes [setting, value]"),
+    (_variant(events=[[0, "set", "drag", 11.0]]), "'drag' takes a number in 0..10"),
+    (_variant(events=[[0, "set", "drag", "x"]]), "'drag' takes a number in 0..10"),
+    (_variant(events=[[0, "set", "substeps", 2.5]]), "'substeps' takes an integer in 1..64"),
+    (_variant(events=[[0, "set", "iterations", 201]]), "'iterations' takes an integer"),
     (_variant(level={"name": "t", "text": "[world]\niterations = -3\n"}), "iterations"),
     ('{"format": "verlet-sandbox replay", "version": 1, "frames": [[NaN]]}', "NaN"),
     ("[" * 100_000 + "]" * 100_000, "invalid JSON"),

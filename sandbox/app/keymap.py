@@ -5,7 +5,8 @@ with :func:`lookup` and calls its command ``action`` with ``arg``; there is no i
 over keys anywhere. Modifiers come from the event's ``mod`` (posted events never change
 ``pygame.key.get_pressed()``) and are reduced to shift / ctrl / alt, so Caps Lock or Num
 Lock never make a key miss. The integrator keys are generated from the ``INTEGRATORS``
-registry, so a new integrator gets a number key and a help line by itself.
+registry, so a new integrator gets a number key and a help line by itself; the keys of
+the world settings (iterations, substeps, air drag) from ``settings.SETTINGS``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import pygame
 
+from ..settings import SETTINGS
 from ..sim.integrators import INTEGRATORS
 
 NONE = 0
@@ -45,6 +47,34 @@ def _integrator_keys() -> list[Binding]:
             for key, (name, integ) in zip(digits, INTEGRATORS.items(), strict=False)]
 
 
+def _key(spec: str) -> tuple[int, int]:
+    """``"shift+="`` as ``(pygame key, mods)``."""
+    mods = NONE
+    for prefix, flag in (("shift+", SHIFT), ("ctrl+", CTRL), ("alt+", ALT)):
+        if spec.startswith(prefix):
+            spec, mods = spec[len(prefix):], mods | flag
+    return _SYMBOLS.get(spec) or getattr(pygame, f"K_{spec}"), mods
+
+
+#: Key names that are no ``pygame.K_<name>`` (``pygame.key.key_code`` would need
+#: ``pygame.init()`` before the table is made).
+_SYMBOLS = {"=": pygame.K_EQUALS, "-": pygame.K_MINUS, "[+]": pygame.K_KP_PLUS,
+            "[-]": pygame.K_KP_MINUS}
+
+
+def _setting_keys() -> list[Binding]:
+    """The keys of every row of ``settings.SETTINGS``: ``change_setting`` by one step."""
+    out = []
+    for st in SETTINGS.values():
+        fewer = "less" if not st.integer else "fewer"
+        for specs, sign, word in ((st.more, +1, "more"), (st.less, -1, fewer)):
+            for spec in specs:
+                key, mods = _key(spec)
+                out.append(Binding(key, mods, "change_setting", f"{word} {st.label}",
+                                   arg=(st.name, sign), repeat=True))
+    return out
+
+
 K = pygame
 KEYMAP: list[Binding] = [
     Binding(K.K_i, NONE, "cycle_integrator", "next integrator", arg=+1),
@@ -62,16 +92,7 @@ KEYMAP: list[Binding] = [
     Binding(K.K_LEFTBRACKET, NONE, "speed", "slow motion: frame dt x0.5 (down to x0.25)",
             arg=0.5),
     Binding(K.K_RIGHTBRACKET, NONE, "speed", "fast forward: frame dt x2 (up to x4)", arg=2.0),
-    Binding(K.K_EQUALS, NONE, "iterations", "more constraint iterations", arg=+1,
-            repeat=True),
-    Binding(K.K_KP_PLUS, NONE, "iterations", "more constraint iterations", arg=+1,
-            repeat=True),
-    Binding(K.K_MINUS, NONE, "iterations", "fewer constraint iterations", arg=-1,
-            repeat=True),
-    Binding(K.K_KP_MINUS, NONE, "iterations", "fewer constraint iterations", arg=-1,
-            repeat=True),
-    Binding(K.K_EQUALS, SHIFT, "substeps", "more substeps", arg=+1, repeat=True),
-    Binding(K.K_MINUS, SHIFT, "substeps", "fewer substeps", arg=-1, repeat=True),
+    *_setting_keys(),
     Binding(K.K_r, NONE, "reset", "reset the level (keeps integrator, timestep, iterations)"),
     Binding(K.K_n, NONE, "level", "next level", arg=+1),
     Binding(K.K_p, NONE, "level", "previous level", arg=-1),
@@ -164,6 +185,13 @@ def key_label(b: Binding) -> str:
     prefix = "".join(p for m, p in ((CTRL, "Ctrl+"), (ALT, "Alt+"), (SHIFT, "Shift+"))
                      if b.mods & m)
     return prefix + name
+
+
+def spec_label(spec: str) -> str:
+    """A key written as the settings table writes it (``"shift+d"``) as the help shows
+    it (``"Shift+D"``)."""
+    key, mods = _key(spec)
+    return key_label(Binding(key, mods, "", ""))
 
 
 def help_lines() -> list[tuple[str, str]]:

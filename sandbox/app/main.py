@@ -62,9 +62,7 @@ from .panel import ControlPanel
 from .record import ClipRecorder
 from .render import BACKGROUND, WorldRenderer
 from .session import (  # noqa: F401 - re-exported: the app's public scene API
-    ITERATIONS,
     SPEEDS,
-    SUBSTEPS,
     Scene,
     Session,
     plural,
@@ -186,7 +184,7 @@ class App:
             "cycle_integrator": s.cycle_integrator, "set_integrator": s.set_integrator,
             "cycle_timestep": s.cycle_timestep, "pause": s.toggle_pause,
             "step": s.single_step, "speed": s.scale_speed,
-            "iterations": s.change_iterations, "substeps": s.change_substeps,
+            "change_setting": s.change_setting, "set_setting": s.set_setting,
             "reset": self.reset, "level": self.change_level,
             "toggle_graph": self.toggle_graph, "toggle_help": self.toggle_help,
             "toggle_ghost": s.toggle_ghost, "cycle_ghost": s.cycle_ghost,
@@ -195,7 +193,6 @@ class App:
             "load_snapshot": self.load_snapshot, "quit": self.quit,
             "set_timestep": s.set_timestep, "hz": s.scale_hz, "set_hz": s.set_hz,
             "cycle_constraints": s.cycle_constraints, "set_constraints": s.set_constraints,
-            "set_substeps": s.set_substeps, "set_iterations": s.set_iterations,
             "set_speed": s.set_speed, "set_ghost": s.set_ghost, "set_level": self.set_level,
             "ghost_off": lambda: s.set_ghost(None),
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
@@ -435,9 +432,9 @@ class App:
 
     #: Commands that change the world: a replay being played does that itself.
     WORLD_ACTIONS = frozenset({
-        "cycle_integrator", "set_integrator", "iterations", "substeps", "set_iterations",
-        "set_substeps", "reset", "level", "set_level", "load_snapshot", "cycle_timestep",
-        "set_timestep", "hz", "set_hz", "cycle_constraints", "set_constraints"})
+        "cycle_integrator", "set_integrator", "change_setting", "set_setting", "reset",
+        "level", "set_level", "load_snapshot", "cycle_timestep", "set_timestep", "hz",
+        "set_hz", "cycle_constraints", "set_constraints"})
 
     def do(self, action: str, arg=None) -> None:
         """Run the command ``action`` (a keymap action name); errors become messages."""

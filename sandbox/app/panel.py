@@ -27,9 +27,11 @@ from pygame_gui.elements import (
     UIPanel,
 )
 
+from ..settings import SETTINGS
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS
 from .hud import ASSETS, FONT_FILES
+from .keymap import spec_label
 
 WIDTH = 300
 ROW = 30
@@ -140,26 +142,17 @@ class ControlPanel:
         self.actions[self.reset] = lambda: self.app.do("reset")
         y += 28
         self.sliders: dict[str, tuple[UIHorizontalSlider, UILabel, Callable]] = {}
-        for key, text, lo_hi, get, act in (
-                ("hz", "steps/s  Alt+= Alt+-", HZ,
-                 lambda: round(1.0 / s.policy.nominal_h), "set_hz"),
-                ("substeps", "substeps  Shift+= Shift+-", (1, 64),
-                 lambda: s.world.config.substeps, "set_substeps"),
-                ("iterations", "iterations  = -", (1, 100),
-                 lambda: s.world.config.iterations, "set_iterations"),
-                ("speed", "speed  [ ]", SPEED_EXP,
-                 lambda: round(math.log2(s.speed)), "set_speed")):
+        for key, text, lo_hi, get, act, step in self._slider_rows():
             label(text, width=w - 64)
             value = UILabel(pygame.Rect(r.w - 72, y, 64, 20), "", manager=m, container=c,
                             object_id=pygame_gui.core.ObjectID(object_id="@value"))
             y += 20
             lo, hi = lo_hi
             slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18),
-                                        int(min(max(get(), lo), hi)), lo_hi, manager=m,
-                                        container=c, click_increment=1)
+                                        type(lo)(min(max(get(), lo), hi)), lo_hi, manager=m,
+                                        container=c, click_increment=step)
             self.sliders[key] = (slider, value, get)
-            self.actions[slider] = (lambda v, a=act, k=key: self.app.do(
-                a, 2.0 ** v if k == "speed" else int(v)))
+            self.actions[slider] = act
             y += 22
         label("ghost  G, Shift+G, Ctrl+G")
         y += 20
@@ -184,8 +177,28 @@ class ControlPanel:
         self.actions[self.level] = lambda text: self.app.do("set_level", text)
         self.sync(force=True)
 
-    #: The panel's height in px (the rows above, with their gaps).
-    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + 4 * 42 + 20 + 28 + 28 + 4
+    #: The panel's height in px (the rows above, with their gaps): 2 sliders of the
+    #: session's own and one a world setting.
+    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + (2 + len(SETTINGS)) * 42 + 20 + 28 + 28 + 4
+
+    def _slider_rows(self):
+        """``(key, label, (lo, hi), get, act(value), click step)`` of every slider: the
+        steps a second, then every row of ``settings.SETTINGS`` (its label, its keys and
+        its limits from the one table), then the speed."""
+        s = self.app.session
+        rows = [("hz", "steps/s  Alt+= Alt+-", HZ, lambda: round(1.0 / s.policy.nominal_h),
+                 lambda v: self.app.do("set_hz", int(v)), 1)]
+        for st in SETTINGS.values():
+            keys = " ".join(spec_label(k) for k in (*st.more[:1], *st.less[:1]))
+            lo, hi = st.limits
+            lo_hi = (int(lo), int(hi)) if st.integer else (float(lo), float(hi))
+            rows.append((st.name, f"{st.label}  {keys}", lo_hi,
+                         lambda n=st.name: getattr(s.world.config, n),
+                         lambda v, n=st.name: self.app.do("set_setting", (n, v)),
+                         1 if st.integer else st.step))
+        rows.append(("speed", "speed  [ ]", SPEED_EXP, lambda: round(math.log2(s.speed)),
+                     lambda v: self.app.do("set_speed", 2.0 ** v), 1))
+        return rows
 
     def _label(self, text: str, rect: pygame.Rect, obj: str = "#label") -> UILabel:
         """A themed label in the panel (``obj``: "#label", "@title" or "@value")."""
@@ -232,12 +245,13 @@ class ControlPanel:
         self._shown.update(state)
         self.pause.set_text("Run" if s.paused else "Pause")
         for slider, _, get in self.sliders.values():
-            v = int(get())
+            v = get()
+            v = int(v) if slider.use_integers_for_value else float(v)
             if slider.get_current_value() != v:
                 slider.set_current_value(v)
         hz = 1.0 / s.policy.nominal_h
-        texts = {"hz": f"{hz:.0f} Hz", "substeps": str(s.world.config.substeps),
-                 "iterations": str(s.world.config.iterations), "speed": f"x{s.speed:g}"}
+        texts = {"hz": f"{hz:.0f} Hz", "speed": f"x{s.speed:g}",
+                 **{n: st.show(getattr(s.world.config, n)) for n, st in SETTINGS.items()}}
         for key, (_, value, _) in self.sliders.items():
             if value.text != texts[key]:
                 value.set_text(texts[key])

@@ -26,12 +26,11 @@ import numpy as np
 
 from ..replay import SessionLog
 from ..replay import apply as apply_input
+from ..settings import SETTINGS
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
 
-ITERATIONS = (1, 200)
-SUBSTEPS = (1, 64)
 SPEEDS = (0.25, 4.0)                    # slow motion and fast forward limits
 HZ = (10.0, 240.0)                      # steps per second the window offers
 TRACE_LIMIT = 100_000                   # frames kept for replay (about half an hour)
@@ -439,42 +438,43 @@ class Session:
         self.message(f"step: {1.0 / self.policy.nominal_h:.0f} Hz "
                      f"(h = {self.policy.nominal_h * 1e3:.2f} ms)")
 
-    def set_iterations(self, n: int) -> None:
-        self._configure(iterations=int(np.clip(n, *ITERATIONS)))
-
-    def set_substeps(self, n: int) -> None:
-        self._configure(substeps=int(np.clip(n, *SUBSTEPS)))
-
-    def _configure(self, **changes) -> None:
+    def set_setting(self, change: tuple[str, float]) -> None:
+        """``(name, value)``: the world setting ``name`` of ``settings.SETTINGS`` (the
+        panel's sliders), clipped to its limits, on the world and the ghost; recorded
+        for replays as ``["set", name, value]``."""
+        name, value = change
+        st = SETTINGS[name]
+        value = st.clip(value)
+        if getattr(self.world.config, name) == value:
+            return
         for w in self.worlds():
-            w.configure(dataclasses.replace(w.config, **changes))
-        cfg = self.world.config
-        self.log.record("configure", cfg.iterations, cfg.substeps)
+            w.configure(dataclasses.replace(w.config, **{name: value}))
+        self.log.record("set", name, value)
 
-    def change_iterations(self, step: int) -> None:
-        n = int(np.clip(self.world.config.iterations + step, *ITERATIONS))
-        self._configure(iterations=n)
-        self._say_solver()
-
-    def change_substeps(self, step: int) -> None:
-        n = int(np.clip(self.world.config.substeps + step, *SUBSTEPS))
-        self._configure(substeps=n)
-        self._say_solver()
-
-    def _say_solver(self) -> None:
-        cfg = self.world.config
-        self.message(f"solver: {plural(cfg.iterations, 'iteration')} x "
-                     f"{plural(cfg.substeps, 'substep')}")
+    def change_setting(self, change: tuple[str, int]) -> None:
+        """``(name, +1 | -1)``: one step of the setting up or down (its keys), said."""
+        name, sign = change
+        st = SETTINGS[name]
+        self.set_setting((name, getattr(self.world.config, name) + sign * st.step))
+        value = getattr(self.world.config, name)
+        lo, hi = st.limits
+        end = " (the limit)" if value in (lo, hi) and value != 0 else ""
+        self.message(f"{st.label}: {st.show(value)}{end}")
 
     def reset(self) -> None:
-        """Rebuild the level; the integrator, timestep mode, iterations and substeps and
-        the speed chosen in the window stay."""
+        """Rebuild the level; the integrator, timestep mode, the settings (iterations,
+        substeps, air drag, ...) and the speed chosen in the window stay."""
         cfg = self.world.config
         self.log.record("reset", cfg.integrator, cfg.iterations, cfg.substeps,
                         self.policy.nominal_h)
         world = self.scene.make_world()
-        world.configure(dataclasses.replace(world.config, iterations=cfg.iterations,
-                                            substeps=cfg.substeps))
+        level = world.config
+        world.configure(dataclasses.replace(
+            world.config, **{name: getattr(cfg, name) for name in SETTINGS}))
+        for name in SETTINGS:          # the reset's own record carries these two
+            if name not in ("iterations", "substeps") and \
+                    getattr(level, name) != getattr(cfg, name):
+                self.log.record("set", name, getattr(cfg, name))
         if world.integrator.name != cfg.integrator:
             world.set_integrator(cfg.integrator, self.policy.nominal_h)
         if world.config.constraint_method != cfg.constraint_method:
