@@ -116,7 +116,7 @@ def _simulate_epilog() -> str:
 
 def _experiment_epilog() -> str:
     from sandbox.lab.experiments import EXPERIMENTS
-    rows = [[name, _first_line(fn.__doc__)] for name, fn in EXPERIMENTS.items()]
+    rows = [[name, _first_line(e.run.__doc__)] for name, e in EXPERIMENTS.items()]
     rows.append(["all", "every experiment, then report.md and report.html judging each "
                         "claim of the articles"])
     return "\n".join(["experiments (NAME):", *_table(rows), "",

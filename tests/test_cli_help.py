@@ -79,8 +79,8 @@ def test_experiment_help_lists_every_experiment_with_one_line():
     assert r.returncode == 0, r.stderr
     rows = _rows(r.stdout, "experiments (")
     assert list(rows) == [*EXPERIMENTS, "all"]
-    for name, fn in EXPERIMENTS.items():
-        summary = fn.__doc__.strip().splitlines()[0].replace("``", "")
+    for name, e in EXPERIMENTS.items():
+        summary = e.run.__doc__.strip().splitlines()[0].replace("``", "")
         assert rows[name] == summary
 
 

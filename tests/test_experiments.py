@@ -420,3 +420,13 @@ def test_escape_map_row_at_1_1_is_the_orbit_sweep():
     assert ob.escape_distance(0.8) == ob.R_FAR and ob.escape_distance(1.3) > ob.R_FAR
     # Not monotone in the step: bound at 4 and 5 steps an orbit, flung off at 6.
     assert slow.bound[-1] and not slow.bound.all()
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_experiment_carries_every_face(name):
+    """One entry an experiment: its command (a docstring for ``--help``), the report's
+    section title and paragraph; its figures and tables are checked above."""
+    e = EXPERIMENTS[name]
+    assert e.name == name and callable(e.run) and e.run.__doc__.strip()
+    assert e.title.strip() and e.blurb.strip().endswith(".")
+    assert name in EXPECTED_FIGURES and name in EXPECTED_CSVS

@@ -1,6 +1,7 @@
 """Experiments as commands: compute arrays, print the numbers, write CSV and figures.
 
-Each experiment in ``EXPERIMENTS`` is a function ``run(ctx) -> Result``; ``ctx`` says
+Each experiment in ``EXPERIMENTS`` is an :class:`Experiment`: a function ``run(ctx) ->
+Result`` and the report's words for it; ``ctx`` says
 where to write, the seed, and how to show progress and spread work over cores. The
 computation lives in the other ``sandbox.lab`` modules and returns arrays (tests call
 those); this module only orchestrates, formats and writes. matplotlib is imported by
@@ -739,20 +740,65 @@ def run_stability(ctx: Context) -> Result:
     return _emit(ctx, "stability", text, files, numbers)
 
 
-EXPERIMENTS: dict[str, Callable[[Context], Result]] = {
-    "convergence": run_convergence,
-    "constraints": run_constraints,
-    "energy-drift": run_energy_drift,
-    "orbit": run_orbit,
-    "random-dt": run_random_dt,
-    "initial-conditions": run_initial_conditions,
-    "phase-space": run_phase_space,
-    "velocity-estimates": run_velocity_estimates,
-    "stability": run_stability,
-    "stability-map": run_stability_map,
-    "escape-map": run_escape_map,
-    "constraints-energy": run_constraints_energy,
-}
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment, every face of it: ``run(ctx) -> Result`` (its first docstring line
+    is its line in ``experiment --help``), the report's section ``title`` and ``blurb``
+    (one paragraph under it). Its quick sizes live in ``run`` (``ctx.quick``), its
+    verdicts in the report's claims, which read its ``Result.numbers``."""
+
+    name: str
+    run: Callable[[Context], Result]
+    title: str
+    blurb: str
+
+
+#: Every experiment, in the order ``experiment all`` runs them.
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    Experiment("convergence", run_convergence,
+               "Convergence: measured global orders",
+               "Global error at the end time against the step, every integrator on five problems "
+               "with exact solutions, fixed and random steps."),
+    Experiment("constraints", run_constraints,
+               "Constraints: iterations against substeps",
+               "Settled stretch of a rope and a cloth against solver passes."),
+    Experiment("energy-drift", run_energy_drift,
+               "Energy drift (article 002)",
+               "Relative energy error over long runs, fixed and random steps."),
+    Experiment("orbit", run_orbit,
+               "The moon of a heavy planet (article 000)",
+               "Does the moon stay bound at a large step? Trajectories and a step sweep."),
+    Experiment("random-dt", run_random_dt,
+               "Random steps (article 001)",
+               "Position error against time under randomised steps, with the corrected TCV."),
+    Experiment("initial-conditions", run_initial_conditions,
+               "Starting position Verlet (article 001)",
+               "x_prev = x0 - v0·h against eq. (2)."),
+    Experiment("phase-space", run_phase_space,
+               "A cat in phase space (article 002)",
+               "Area of a cloud of pendulum states under each integrator."),
+    Experiment("velocity-estimates", run_velocity_estimates,
+               "Velocity estimates and local against global order (article 004)",
+               "Backward, forward, central and three-point velocities from Verlet positions; the "
+               "local error of one step against the global error."),
+    Experiment("stability", run_stability,
+               "Stability limits",
+               "The largest stable step on the oscillator (imaginary axis) and on pure damping "
+               "(real axis)."),
+    Experiment("stability-map", run_stability_map,
+               "Stability maps",
+               "The stable region of every integrator over (w h, c h) for a damped oscillator, "
+               "400 x 400 runs each, against the closed forms on the axes and the spectral "
+               "radius of each method's one-step map."),
+    Experiment("escape-map", run_escape_map,
+               "Where the moon escapes (article 000)",
+               "Bound or escaped over (steps per orbit, launch speed) for every integrator."),
+    Experiment("constraints-energy", run_constraints_energy,
+               "Constrained motion: XPBD, Lagrange multipliers, RATTLE / SHAKE",
+               "Energy of a rod pendulum and a double pendulum against time at equal cost: XPBD "
+               "at several substep counts, Lagrange multipliers with each integrator, RATTLE and "
+               "SHAKE. The verdict line says whether the integrator matters under each."),
+)}
 
 
 def run(name: str, ctx: Context) -> list[Result]:
@@ -764,12 +810,12 @@ def run(name: str, ctx: Context) -> list[Result]:
         raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(EXPERIMENTS)}, all")
     try:
         if name == "all":
-            results = [fn(ctx) for fn in EXPERIMENTS.values()]
+            results = [e.run(ctx) for e in EXPERIMENTS.values()]
             from .report import write_report
             files = write_report(results, ctx)
             ctx.echo(f"report: {files[0]}")
             return results + [Result("report", files)]
-        return [EXPERIMENTS[name](ctx)]
+        return [EXPERIMENTS[name].run(ctx)]
     finally:
         ctx.close()
 

@@ -350,44 +350,6 @@ def judge(numbers: dict[str, dict]) -> list[Claim]:
 
 # --- rendering ------------------------------------------------------------------------
 
-SECTIONS = {
-    "convergence": ("Convergence: measured global orders",
-                    "Global error at the end time against the step, every integrator on five "
-                    "problems with exact solutions, fixed and random steps."),
-    "energy-drift": ("Energy drift (article 002)",
-                     "Relative energy error over long runs, fixed and random steps."),
-    "orbit": ("The moon of a heavy planet (article 000)",
-              "Does the moon stay bound at a large step? Trajectories and a step sweep."),
-    "random-dt": ("Random steps (article 001)",
-                  "Position error against time under randomised steps, with the corrected "
-                  "TCV."),
-    "initial-conditions": ("Starting position Verlet (article 001)",
-                           "x_prev = x0 - v0·h against eq. (2)."),
-    "phase-space": ("A cat in phase space (article 002)",
-                    "Area of a cloud of pendulum states under each integrator."),
-    "velocity-estimates": ("Velocity estimates and local against global order (article 004)",
-                           "Backward, forward, central and three-point velocities from Verlet "
-                           "positions; the local error of one step against the global error."),
-    "stability": ("Stability limits",
-                  "The largest stable step on the oscillator (imaginary axis) and on pure "
-                  "damping (real axis)."),
-    "stability-map": ("Stability maps",
-                      "The stable region of every integrator over (w h, c h) for a damped "
-                      "oscillator, 400 x 400 runs each, against the closed forms on the axes "
-                      "and the spectral radius of each method's one-step map."),
-    "escape-map": ("Where the moon escapes (article 000)",
-                   "Bound or escaped over (steps per orbit, launch speed) for every "
-                   "integrator."),
-    "constraints": ("Constraints: iterations against substeps",
-                    "Settled stretch of a rope and a cloth against solver passes."),
-    "constraints-energy": ("Constrained motion: XPBD, Lagrange multipliers, RATTLE / SHAKE",
-                           "Energy of a rod pendulum and a double pendulum against time at "
-                           "equal cost: XPBD at several substep counts, Lagrange multipliers "
-                           "with each integrator, RATTLE and SHAKE. The verdict line says "
-                           "whether the integrator matters under each."),
-}
-
-
 def _blocks(results, claims: list[Claim], quick: bool, seed: int) -> list[tuple]:
     b: list[tuple] = [("h1", "Verlet Sandbox: what the experiments measured")]
     cmd = "python main.py experiment all" + (" --quick" if quick else "") + f" --seed {seed}"
@@ -403,7 +365,9 @@ def _blocks(results, claims: list[Claim], quick: bool, seed: int) -> list[tuple]
         b.append(("p", c.paragraph))
     b.append(("h2", "Experiments"))
     for r in results:
-        title, blurb = SECTIONS.get(r.name, (r.name, ""))
+        from .experiments import EXPERIMENTS
+        e = EXPERIMENTS.get(r.name)
+        title, blurb = (e.title, e.blurb) if e else (r.name, "")
         b.append(("h3", title))
         b.append(("p", f"{blurb} `python main.py experiment {r.name}`"))
         for f in r.files:
