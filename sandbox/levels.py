@@ -749,16 +749,23 @@ class Polygon(_Shape):
 
 
 class Box(_Shape):
-    """A static axis-aligned box."""
+    """A static axis-aligned box, its corners rounded by ``radius`` (particles roll
+    around them)."""
 
     type: Literal["box"] = "box"
     min: Vec2 = Field(description="lower-left corner, m")
     max: Vec2 = Field(description="upper-right corner, m")
+    radius: NonNeg = Field(0.0, description="corner radius, m: at most half the smaller "
+                                            "side; 0 = sharp corners")
 
     @model_validator(mode="after")
     def _ordered(self):
         if not (self.min[0] < self.max[0] and self.min[1] < self.max[1]):
             raise _fail("box", "expected max > min in both x and y", field="max")
+        side = min(self.max[0] - self.min[0], self.max[1] - self.min[1])
+        if not 2.0 * self.radius <= side:
+            raise _fail("box", f"expected a radius of at most half the smaller side "
+                               f"({side / 2:g} m)", field="radius", got=self.radius)
         return self
 
 

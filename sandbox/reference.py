@@ -38,7 +38,8 @@ def pymunk_shape(shape: Mapping[str, Any], body: Any = None) -> Any:
     default, with its bounding box cached (queries work without a space).
 
     ``circle`` is a ``Circle``, ``segment`` a ``Segment`` whose radius is the thickness
-    (a capsule), ``polygon`` and ``box`` are ``Poly`` with radius 0. Friction and
+    (a capsule), ``polygon`` a ``Poly`` with radius 0, ``box`` a ``Poly`` of the inner
+    box ``[min + radius, max - radius]`` with its ``radius`` (0: the box itself). Friction and
     restitution are the caller's (they default to the world's).
     """
     import pymunk
@@ -55,7 +56,9 @@ def pymunk_shape(shape: Mapping[str, Any], body: Any = None) -> Any:
         s = pymunk.Poly(body, [tuple(q) for q in shape["points"]], radius=0.0)
     elif kind == "box":
         (x0, y0), (x1, y1) = shape["min"], shape["max"]
-        s = pymunk.Poly.create_box_bb(body, pymunk.BB(x0, y0, x1, y1))
+        r = float(shape.get("radius") or 0.0)        # rounded: the inner box, grown by r
+        s = pymunk.Poly.create_box_bb(body, pymunk.BB(x0 + r, y0 + r, x1 - r, y1 - r)
+                                      if r > 0 else pymunk.BB(x0, y0, x1, y1), radius=r)
     else:
         raise ValueError(f"unknown shape type {kind!r}; valid: circle, segment, polygon, box")
     s.cache_bb()

@@ -433,3 +433,55 @@ def test_shipped_scenes_with_shapes_settle_outside_them(name):
         w.step(level.world.h)
     assert np.isfinite(w.particles.x).all()
     assert _inside(w) < 1e-6
+
+
+# ------------------------------------------------------------------ rounded boxes
+
+def test_a_rounded_box_is_its_inner_box_grown_by_its_radius():
+    """``radius`` R: the distance to the inner box ``[min + R, max - R]`` less R, the
+    closest point on the arc at a corner, the inner box's normal; its bounding box is
+    ``[min, max]``; a sharp box (R = 0) is the box itself, bit for bit."""
+    b = Boxes()
+    b.add(min=(0.0, 0.0), max=(2.0, 1.0), radius=0.25)
+    b.add(min=(0.0, 0.0), max=(2.0, 1.0))
+    p = np.array([[2.5, 1.5], [1.0, 2.0], [1.0, 0.5]])
+    d, q, n = b.distance(p, np.zeros(3, int))
+    c = np.array([1.75, 0.75])                              # the top-right corner's centre
+    assert d[0] == pytest.approx(np.hypot(*(p[0] - c)) - 0.25, rel=1e-15)
+    np.testing.assert_allclose(q[0], c + 0.25 * (p[0] - c) / np.hypot(*(p[0] - c)))
+    assert d[1] == pytest.approx(1.0) and tuple(n[1]) == (0.0, 1.0)   # above the top face
+    assert d[2] == pytest.approx(-0.5)                       # inside: to the nearest face
+    lo, hi = b.aabb()
+    np.testing.assert_array_equal(lo, [[0.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(hi, [[2.0, 1.0], [2.0, 1.0]])
+    sharp = Boxes()
+    sharp.add(min=(0.0, 0.0), max=(2.0, 1.0))
+    for got, want in zip(b.distance(p, np.ones(3, int)), sharp.distance(p, np.zeros(3, int)),
+                         strict=True):
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "compiled"])
+def test_a_ball_rolls_around_a_rounded_corner(backend):
+    """A frictionless ball let go on the flat top of a rounded box near its corner slides
+    off over the arc: while it touches the arc its centre stays at R + r from the arc's
+    centre (to the contact skin), and it leaves the box past its side."""
+    from sandbox.sim.backend import usable
+    if backend == "compiled" and not usable("contacts"):
+        pytest.skip("numba is not installed")
+    R, r = 0.3, 0.1
+    w = World(WorldConfig(substeps=8, iterations=4, friction=0.0, restitution=0.0))
+    w.colliders.backend = backend
+    w.add_shape("box", min=(-1.0, -1.0), max=(1.0, 0.0), radius=R)
+    w.add_particles([[1.0 - R - 0.05, r + 1e-6]], v=[[0.5, 0.0]], radius=r)
+    c = np.array([1.0 - R, -R])
+    on_arc = 0
+    for _ in range(120):
+        w.step(1 / 60)
+        x = w.particles.x[0]
+        if x[0] > c[0] and x[1] > c[1]:                     # beside the arc
+            dist = np.hypot(*(x - c))
+            assert dist >= R + r - 1e-6
+            on_arc += dist < R + r + 1e-3
+    assert on_arc >= 3                                      # it rolled over the arc ...
+    assert w.particles.x[0, 0] > 1.0 + r                    # ... and off past the side

@@ -120,7 +120,7 @@ def _bounce(dtype="float64", integrator="tcv_corrected") -> World:
 def _every_shape(dtype="float64", integrator="tcv_corrected") -> World:
     """Particles of different masses and radii (points among them), pinned ones and a
     chain (linked pairs never collide) against a circle, a thick and a thin segment, a
-    clockwise pentagon, a box and the walls, with fast particles aimed at each shape
+    clockwise pentagon, a box, a rounded box and the walls, with fast particles aimed at each shape
     (continuous detection: discs, capsule sides and ends, polygon faces and corners)."""
     w = World(WorldConfig(dtype=dtype, integrator=integrator, substeps=3, iterations=3,
                           restitution=0.3, friction=0.5, collide_particles=True,
@@ -131,6 +131,7 @@ def _every_shape(dtype="float64", integrator="tcv_corrected") -> World:
     ang = -np.linspace(0.0, 2 * np.pi, 5, endpoint=False)                  # clockwise
     w.add_shape("polygon", points=np.stack([2.0 + 0.8 * np.cos(ang), 0.8 * np.sin(ang)], 1))
     w.add_shape("box", min=(4.0, -1.0), max=(6.0, 0.0), restitution=0.0, friction=1.0)
+    w.add_shape("box", min=(6.2, 1.5), max=(7.6, 2.3), radius=0.3)          # rounded
     rng = np.random.default_rng(9)
     x = np.stack([rng.uniform(-6.5, 6.5, 60), rng.uniform(1.0, 5.0, 60)], 1)
     w.add_particles(x, mass=rng.uniform(0.1, 2.0, 60), radius=rng.uniform(0.05, 0.2, 60))
@@ -139,7 +140,7 @@ def _every_shape(dtype="float64", integrator="tcv_corrected") -> World:
     # Fast ones, one substep's path longer than the gap: the sweep cuts them at impact.
     aims = [(-5.0, 3.0, 0.0, -200.0), (-2.0, 2.0, 0.0, -250.0), (0.0, 1.0, 0.0, -300.0),
             (2.0, 4.0, 0.0, -320.0), (2.6, 3.0, 0.0, -280.0), (5.0, 3.0, 0.0, -260.0),
-            (1.0, 1.0, 0.0, -400.0)]
+            (1.0, 1.0, 0.0, -400.0), (6.35, 5.0, 0.0, -330.0)]     # a rounded corner
     for k, (px, py, vx, vy) in enumerate(aims):
         w.add_particles([[px, py]], v=[[vx, vy]], radius=0.0 if k == 6 else 0.08)
     # Neighbours overlap (0.4 > 4/12): only the exclusion keeps them from colliding.

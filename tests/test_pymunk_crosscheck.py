@@ -137,6 +137,23 @@ def test_box_point_query_matches_pymunk(lo, ext, p):
     assert err < REL and nerr < REL
 
 
+@settings(max_examples=300, deadline=None)
+@given(lo=point, ext=st.tuples(size, size), frac=st.floats(0.0, 0.5), p=point)
+def test_rounded_box_point_query_matches_pymunk(lo, ext, frac, p):
+    """A box with rounded corners against pymunk's Poly of the inner box with that
+    radius: the distance, the closest point (on the rounded corner where it is the
+    nearest) and the normal."""
+    r = frac * min(ext)
+    hi = (lo[0] + ext[0], lo[1] + ext[1])
+    ilo, ihi = (lo[0] + r, lo[1] + r), (hi[0] - r, hi[1] - r)
+    verts = np.array([ilo, (ihi[0], ilo[1]), ihi, (ilo[0], ihi[1])])
+    d, _, _ = box_distance(np.array([p]), np.array([ilo]), np.array([ihi]))
+    assume(abs(d[0]) > FALLBACK and min(ihi[0] - ilo[0], ihi[1] - ilo[1]) > 1e-6)
+    assume(not _ambiguous_polygon(np.array(p), verts, 1.0 + np.abs(verts).max()))
+    err, nerr = _compare_point("box", {"min": lo, "max": hi, "radius": r}, p)
+    assert err < REL and nerr < REL
+
+
 # --------------------------------------------------------------------------- the converter
 
 def _old_bench_shape(body, shape):
@@ -186,7 +203,9 @@ def test_the_shared_converter_gives_the_geometry_both_old_ones_gave(kind):
     the same class, radius and points as each old one, the same bounding box and the
     same point queries."""
     rng = np.random.default_rng(11)
-    specs = [dict(_random_shape(rng, kind), type=kind) for _ in range(50)]
+    # The old converters knew no rounded box: the sharp box of each spec.
+    specs = [{k: v for k, v in _random_shape(rng, kind).items()
+              if kind != "box" or k != "radius"} | {"type": kind} for _ in range(50)]
     if kind == "segment":
         specs.append({"type": "segment", "a": (0.0, 0.0), "b": (1.0, 2.0)})
     points = rng.uniform(-3, 3, (20, 2))
@@ -225,7 +244,10 @@ def _random_shape(rng, kind):
             if (turn > 1e-3).all():
                 return {"points": verts}
     lo = rng.uniform(-1, 0.5, 2)
-    return {"min": lo, "max": lo + rng.uniform(0.05, 1.5, 2)}
+    ext = rng.uniform(0.05, 1.5, 2)
+    if rng.random() < 0.5:                                  # a rounded box: half of them
+        return {"min": lo, "max": lo + ext, "radius": rng.uniform(0, 0.5) * ext.min()}
+    return {"min": lo, "max": lo + ext}
 
 
 def _in_band_beyond_an_end(p0, seg, r):

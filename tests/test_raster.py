@@ -403,3 +403,34 @@ def test_stamp_hands_the_kernel_one_colour_type(monkeypatch):
     raster.stamp(pix, pts, offs, per_point, backend="compiled")
     raster.stamp(pix, pts, offs, 7, backend="compiled")
     assert seen == [(np.dtype(np.uint32), True, True)] * 2
+
+
+#: One example of every shape type the level files and the colliders know, a rounded box
+#: too: the drawing is the app's, keyed by the same names.
+SHAPE_EXAMPLES = [
+    {"type": "circle", "center": [0.0, 0.0], "radius": 1.0},
+    {"type": "segment", "a": [-1.0, 0.0], "b": [1.0, 0.5], "thickness": 0.1},
+    {"type": "polygon", "points": [[-1.0, -1.0], [1.0, -1.0], [0.0, 1.0]]},
+    {"type": "box", "min": [-1.0, -0.5], "max": [1.0, 0.5]},
+    {"type": "box", "min": [-1.0, -0.5], "max": [1.0, 0.5], "radius": 0.4},
+]
+
+
+@pytest.mark.parametrize("spec", SHAPE_EXAMPLES, ids=lambda s: s["type"] + (
+    " rounded" if s.get("radius") and s["type"] == "box" else ""))
+def test_every_shape_type_is_drawn(spec):
+    """Every shape type draws pixels where it is and none far from it; a rounded box
+    leaves its corners' outer pixels empty, a sharp box fills them."""
+    from sandbox.sim.collide.shapes import SHAPE_TYPES
+
+    assert {s["type"] for s in SHAPE_EXAMPLES} == set(SHAPE_TYPES)
+    surf = pygame.Surface((200, 200))
+    surf.fill((0, 0, 0))
+    cam = Camera((200, 200), center=(0.0, 0.0), width=4.0)     # 50 px/m
+    render._draw_shape(surf, cam, spec)
+    px = pygame.surfarray.array3d(surf).sum(axis=2)
+    assert px[100, 100] > 0 or spec["type"] == "segment" and px[100, 84:92].any()
+    assert not px[:15].any() and not px[-15:].any()             # nothing 1.7 m away
+    if spec["type"] == "box":
+        corner = px[51:53, 76:78]                               # just inside (-1, 0.5)
+        assert corner.any() == (not spec.get("radius"))

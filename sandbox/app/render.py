@@ -310,6 +310,14 @@ def _draw_shape(surface: pygame.Surface, cam: Camera, s) -> None:
         th = float(_field(s, "thickness") if _has(s, "thickness") else 0.0)
         w = max(int(round(2 * th * cam.scale)), 2)
         pygame.draw.line(surface, SHAPE_EDGE, _clamp_px(a), _clamp_px(b), min(w, 2000))
+    elif kind == "box" and _has(s, "radius") and float(_field(s, "radius")) > 0:
+        (x0, y0), (x1, y1) = _field(s, "min"), _field(s, "max")
+        a, b = cam.to_screen(np.array([[x0, y1], [x1, y0]], float))   # top-left, bottom-right
+        (ax, ay), (bx, by) = _clamp_px(a), _clamp_px(b)
+        rect = pygame.Rect(ax, ay, max(bx - ax, 1), max(by - ay, 1))
+        rad = min(int(round(float(_field(s, "radius")) * cam.scale)), rect.w // 2, rect.h // 2)
+        pygame.draw.rect(surface, SHAPE_FILL, rect, border_radius=rad)
+        pygame.draw.rect(surface, SHAPE_EDGE, rect, 2, border_radius=rad)
     elif kind in ("polygon", "box"):
         if kind == "box":
             (x0, y0), (x1, y1) = _field(s, "min"), _field(s, "max")

@@ -269,7 +269,7 @@ class Colliders:
             geo[S:, :3] = np.column_stack([walls.n, walls.offset])
             rows[S:] = np.arange(nw)
         poly, box = self.sets["polygon"], self.sets["box"]
-        bverts, bnorm = box_polygon(box.lo, box.hi)
+        bverts, bnorm = box_polygon(*box.inner()[:2])
         bedge = np.roll(bverts, -1, axis=1) - bverts
         shapes = tuple(np.ascontiguousarray(a, dtype=float)
                        for a in (poly.verts, poly.normals, poly.edges, bverts, bnorm, bedge))

@@ -423,11 +423,11 @@ def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, b
         if contact:
             return _face_contact_k(px, py, p0x, p0y, pverts, pnorm, rows[g], d, nx, ny)
         return d, nx, ny
-    if kind == BOX:
+    if kind == BOX:                     # its inner box and corner radius (Boxes.inner)
         d, nx, ny = _box(px, py, geo[g, 0], geo[g, 1], geo[g, 2], geo[g, 3])
         if contact:
-            return _face_contact_k(px, py, p0x, p0y, bverts, bnorm, rows[g], d, nx, ny)
-        return d, nx, ny
+            d, nx, ny = _face_contact_k(px, py, p0x, p0y, bverts, bnorm, rows[g], d, nx, ny)
+        return d - geo[g, 4], nx, ny
     # Walls.distance: n . p - offset
     return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
 
@@ -674,5 +674,5 @@ def _sweep(g, p0x, p0y, p1x, p1y, r, kinds, rows, geo, pverts, pnorm, pedge, bve
                               geo[g, 3], geo[g, 4] + r)
     if kind == POLYGON:
         return _sweep_polygon(p0x, p0y, p1x, p1y, pverts, pnorm, pedge, rows[g], r)
-    # BOX: its box_polygon row of the table
-    return _sweep_polygon(p0x, p0y, p1x, p1y, bverts, bnorm, bedge, rows[g], r)
+    # BOX: its inner box's box_polygon row of the table, for a disc its radius larger
+    return _sweep_polygon(p0x, p0y, p1x, p1y, bverts, bnorm, bedge, rows[g], r + geo[g, 4])

@@ -296,34 +296,70 @@ class Polygons(ShapeSet):
 
 @dataclass
 class Boxes(ShapeSet):
-    """Static axis-aligned boxes ``[min, max]``: ``lo``, ``hi (k, 2)`` m."""
+    """Static axis-aligned boxes ``[min, max]``: ``lo``, ``hi (k, 2)`` m, their corners
+    rounded by ``radius (k,)`` m (0: sharp).
+
+    A rounded box is the box ``[lo + radius, hi - radius]`` (:meth:`inner`) grown by
+    ``radius`` all round, as pymunk's ``Poly`` with a radius is: its distance is the
+    inner box's less the radius, its sweep the inner box's for a disc ``radius`` larger,
+    its contact pushes out through the inner box's face the path crossed. A particle
+    rolls around its corners. With ``radius`` 0 every number is the sharp box's, bit for
+    bit (the state hashes of the levels with boxes are unchanged)."""
 
     kind: ClassVar[str] = "box"
-    _ARRAYS: ClassVar = {"lo": (2,), "hi": (2,)}
+    _ARRAYS: ClassVar = {"lo": (2,), "hi": (2,), "radius": ()}
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
+    radius: np.ndarray | None = None
 
-    def _parse(self, min, max):     # noqa: A002 - the level file's field names
+    def _parse(self, min, max, radius=0.0):     # noqa: A002 - the level file's field names
         lo, hi = _point(min, "min"), _point(max, "max")
         if not (lo < hi).all():
             raise ValueError(f"max: expected max > min in both x and y, got {max!r}")
-        return {"lo": lo, "hi": hi}
+        r = _number(radius, "radius", 0.0)
+        if not 2.0 * r <= float((hi - lo).min()):
+            raise ValueError(f"radius: expected at most half the box's smaller side "
+                             f"({float((hi - lo).min()) / 2:g} m), got {radius!r}")
+        return {"lo": lo, "hi": hi, "radius": np.array(r)}
 
     def _spec(self, k):
-        return {"min": self.lo[k].tolist(), "max": self.hi[k].tolist()}
+        out = {"min": self.lo[k].tolist(), "max": self.hi[k].tolist()}
+        if self.radius[k] > 0:
+            out["radius"] = float(self.radius[k])
+        return out
+
+    def inner(self, s=slice(None)):
+        """``(lo, hi, radius)`` of the boxes ``s`` whose rounding makes them: the box
+        itself where ``radius`` is 0 (not ``lo + 0.0``: a -0.0 stays -0.0)."""
+        r = self.radius[s]
+        round_ = (r > 0)[:, None]
+        return (np.where(round_, self.lo[s] + r[:, None], self.lo[s]),
+                np.where(round_, self.hi[s] - r[:, None], self.hi[s]), r)
 
     def aabb(self):
-        return self.lo, self.hi
+        lo, hi, r = self.inner()
+        return lo - r[:, None], hi + r[:, None]
 
     def distance(self, p, s):
-        return box_distance(p, self.lo[s], self.hi[s])
+        lo, hi, r = self.inner(s)
+        return _rounded(box_distance(p, lo, hi), r)
 
     def sweep(self, p0, p1, s, r):
-        verts, normals = box_polygon(self.lo[s], self.hi[s])
-        return sweep_polygon(p0, p1, verts, normals, r)
+        lo, hi, R = self.inner(s)
+        verts, normals = box_polygon(lo, hi)
+        return sweep_polygon(p0, p1, verts, normals, r + R)
 
     def contact(self, x, s, ref, x0):
-        return box_contact(x, x0, self.lo[s], self.hi[s])
+        lo, hi, r = self.inner(s)
+        return _rounded(box_contact(x, x0, lo, hi), r)
+
+
+def _rounded(dqn, r):
+    """A distance ``(d, q, n)`` to a shape, as to the shape grown by ``r``: ``d - r``,
+    the closest point ``r`` further out along ``n`` (kept where ``r`` is 0)."""
+    d, q, n = dqn
+    q = np.where((r > 0)[:, None], q + r[:, None] * n, q)
+    return d - r, q, n
 
 
 def _chunked(fn, p, *arrays, rows: int = 1 << 14):
@@ -371,5 +407,5 @@ _GEOMETRY = {
     "circle": lambda s: np.column_stack([s.center, s.radius]),
     "segment": lambda s: np.column_stack([s.a, s.b, s.thickness]),
     "polygon": lambda s: np.zeros((len(s), 0)),
-    "box": lambda s: np.column_stack([s.lo, s.hi]),
+    "box": lambda s: np.column_stack([*s.inner()[:2], s.radius]),
 }
