@@ -49,6 +49,7 @@ from pydantic_core import PydanticCustomError
 
 from .atomic import FileTooLarge, atomic_write_text, read_bounded
 from .sim import builders
+from .sim.collide.shapes import SHAPE_SETS, ShapeSet
 from .sim.integrators import INTEGRATORS
 from .sim.timestep import TIMESTEPS, TimestepPolicy, make_policy
 
@@ -183,33 +184,6 @@ def _check_tear_ratio(r: float) -> float:
     if r != 0.0 and r < 1.0:
         raise _fail("tear_ratio", "expected 0 (never tear) or a stretch ratio >= 1")
     return r
-
-
-def _check_convex(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """A convex polygon, either winding. Every turn must have the same sign *and* the
-    turns must add up to one full revolution: a pentagram turns the same way at every
-    corner but winds twice."""
-    n = len(points)
-    edges = [(points[(i + 1) % n][0] - points[i][0], points[(i + 1) % n][1] - points[i][1])
-             for i in range(n)]
-    if any(ex == 0.0 and ey == 0.0 for ex, ey in edges):
-        raise _fail("polygon", "expected a convex polygon, but two consecutive points coincide")
-    sign, turning = 0.0, 0.0
-    for i in range(n):
-        (ax, ay), (bx, by) = edges[i - 1], edges[i]
-        cross, dot = ax * by - ay * bx, ax * bx + ay * by
-        # Relative tolerance: nearly collinear corners count as straight, not as turns.
-        if abs(cross) > 1e-12 * math.hypot(ax, ay) * math.hypot(bx, by):
-            if sign and (cross > 0) != (sign > 0):
-                raise _fail("polygon", "expected a convex polygon (points in order around "
-                                       "it, all corners turning the same way)")
-            sign = cross
-        turning += math.atan2(cross, dot)
-    # Written so that a NaN (coordinates near the float limit overflow) fails the test.
-    if sign == 0.0 or not abs(abs(turning) - 2 * math.pi) <= 1e-6:
-        raise _fail("polygon", "expected a convex polygon with non-zero area, going around "
-                               "once")
-    return points
 
 
 _MIN_SPAN = 1e-6   # m; the rope builder treats closer ends as equal (np.allclose)
@@ -718,14 +692,33 @@ ShapeFriction = Annotated[Float | None, Field(ge=0.0)]
 
 
 class _Shape(_Spec):
+    """A ``[[shapes]]`` table: its schema here (the fields and their types), its
+    geometry's rules (a box's order, a polygon's convexity, a rounded box's radius) and
+    everything else about it in its shape set of the colliders (``shapes``, a class of
+    :data:`sandbox.sim.collide.shapes.SHAPE_SETS` of the same name), whose parser the
+    level check runs: one set of rules for level files and for worlds built in code."""
+
+    shapes: ClassVar[type[ShapeSet]]
     restitution: ShapeRestitution = Field(
         None, description="bounciness 0..1; absent = world default")
     friction: ShapeFriction = Field(None, description="friction >= 0; absent = world default")
+
+    @model_validator(mode="after")
+    def _geometry(self):
+        try:
+            self.shapes()._parse(**self.model_dump(exclude={"type", "restitution",
+                                                            "friction"}))
+        except ValueError as e:
+            field, _, message = str(e).partition(": ")
+            # The level's message names the value itself ("..., got 0.6").
+            raise _fail("shape", message.split(", got ")[0], field=field) from None
+        return self
 
 
 class Circle(_Shape):
     """A static disc."""
 
+    shapes = SHAPE_SETS["circle"]
     type: Literal["circle"] = "circle"
     center: Vec2 = Field(description="m")
     radius: Positive = Field(description="m")
@@ -734,6 +727,7 @@ class Circle(_Shape):
 class Segment(_Shape):
     """A static line segment, optionally thick (a capsule)."""
 
+    shapes = SHAPE_SETS["segment"]
     type: Literal["segment"] = "segment"
     a: Vec2 = Field(description="one end, m")
     b: Vec2 = Field(description="other end, m")
@@ -743,30 +737,22 @@ class Segment(_Shape):
 class Polygon(_Shape):
     """A static convex polygon, points in order (either winding)."""
 
+    shapes = SHAPE_SETS["polygon"]
     type: Literal["polygon"] = "polygon"
-    points: Annotated[list[Vec2], Field(min_length=3, max_length=64),
-                      AfterValidator(_check_convex)] = Field(description="vertices, m")
+    points: Annotated[list[Vec2], Field(min_length=3, max_length=64)] = Field(
+        description="vertices, m")
 
 
 class Box(_Shape):
     """A static axis-aligned box, its corners rounded by ``radius`` (particles roll
     around them)."""
 
+    shapes = SHAPE_SETS["box"]
     type: Literal["box"] = "box"
     min: Vec2 = Field(description="lower-left corner, m")
     max: Vec2 = Field(description="upper-right corner, m")
     radius: NonNeg = Field(0.0, description="corner radius, m: at most half the smaller "
                                             "side; 0 = sharp corners")
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        if not (self.min[0] < self.max[0] and self.min[1] < self.max[1]):
-            raise _fail("box", "expected max > min in both x and y", field="max")
-        side = min(self.max[0] - self.min[0], self.max[1] - self.min[1])
-        if not 2.0 * self.radius <= side:
-            raise _fail("box", f"expected a radius of at most half the smaller side "
-                               f"({side / 2:g} m)", field="radius", got=self.radius)
-        return self
 
 
 AnyShape = Annotated[Union[Circle, Segment, Polygon, Box],  # noqa: UP007

@@ -620,3 +620,20 @@ def test_every_body_type_carries_every_face(kind):
     assert fields <= set(params), fields - set(params)
     assert all(p.default is not inspect.Parameter.empty for n, p in params.items()
                if n != "world" and n not in fields), "a builder parameter no field sets"
+
+
+def test_every_shape_type_is_one_entry_across_the_level_files_and_the_colliders():
+    """A level file's shape type and the colliders' shape set are the same entry: the
+    same names, each level model pointing at its set, whose parser is the level check's
+    (a pentagram passes neither: its turns all agree but it winds twice)."""
+    from sandbox.sim.collide.shapes import SHAPE_SETS
+
+    assert list(L.SHAPE_TYPES) == list(SHAPE_SETS)
+    for name, model in L.SHAPE_TYPES.items():
+        assert model.shapes is SHAPE_SETS[name] and SHAPE_SETS[name].kind == name
+    star = [[np.cos(a), np.sin(a)] for a in np.arange(5) * 4 * np.pi / 5]
+    with pytest.raises(ValueError, match="going around once"):
+        SHAPE_SETS["polygon"]().add(points=star)
+    with pytest.raises(L.LevelError, match="going around once"):
+        L.parse_level("[[shapes]]\ntype = 'polygon'\npoints = "
+                      + str([[float(x), float(y)] for x, y in star]) + "\n", "star")

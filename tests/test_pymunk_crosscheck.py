@@ -24,7 +24,7 @@ from sandbox.reference import pymunk_shape
 from sandbox.sim import pipeline
 from sandbox.sim.collide.contacts import SKIN
 from sandbox.sim.collide.geometry import box_distance, capsule_distance
-from sandbox.sim.collide.shapes import SHAPE_TYPES
+from sandbox.sim.collide.shapes import SHAPE_SETS
 from sandbox.sim.world import World, WorldConfig
 
 #: Chipmunk's MAGIC_EPSILON (m): closer than this to a circle's centre, a segment or a
@@ -44,7 +44,7 @@ def _shape(kind, geom):
 
 
 def _ours(kind, geom):
-    shapes = SHAPE_TYPES[kind]()
+    shapes = SHAPE_SETS[kind]()
     shapes.add(**geom)
     return shapes
 

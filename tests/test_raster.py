@@ -421,9 +421,9 @@ SHAPE_EXAMPLES = [
 def test_every_shape_type_is_drawn(spec):
     """Every shape type draws pixels where it is and none far from it; a rounded box
     leaves its corners' outer pixels empty, a sharp box fills them."""
-    from sandbox.sim.collide.shapes import SHAPE_TYPES
+    from sandbox.sim.collide.shapes import SHAPE_SETS
 
-    assert {s["type"] for s in SHAPE_EXAMPLES} == set(SHAPE_TYPES)
+    assert {s["type"] for s in SHAPE_EXAMPLES} == set(SHAPE_SETS)
     surf = pygame.Surface((200, 200))
     surf.fill((0, 0, 0))
     cam = Camera((200, 200), center=(0.0, 0.0), width=4.0)     # 50 px/m

@@ -36,6 +36,7 @@ import pygame
 from .. import warmup
 from ..load import LoadMeter
 from ..sim import backend, cores
+from ..sim.collide.shapes import SHAPE_SETS
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import files
@@ -93,20 +94,18 @@ def _clip_line(line, n: int):
 
 
 def _shape_box(s: dict):
-    """Corners (m) of a shape's bounding box, for outlining a selection."""
-    kind = s.get("type")
-    if kind == "box":
-        return s["min"], s["max"]
-    if kind == "circle":
-        c, r = np.asarray(s["center"]), s["radius"]
-        return c - r, c + r
-    if kind == "segment":
-        a, b, t = np.asarray(s["a"]), np.asarray(s["b"]), s.get("thickness", 0.0)
-        return np.minimum(a, b) - t, np.maximum(a, b) + t
-    if kind == "polygon":
-        p = np.asarray(s["points"])
-        return p.min(axis=0), p.max(axis=0)
-    return None
+    """Corners (m) of a shape's bounding box, for outlining a selection: its shape set's
+    own ``aabb`` (the colliders' broad phase uses the same); None if it is no shape."""
+    shapes = SHAPE_SETS.get(s.get("type"))
+    if shapes is None:
+        return None
+    one = shapes()
+    try:
+        one.add(**{k: v for k, v in s.items() if k != "type"})
+    except (TypeError, ValueError):
+        return None
+    lo, hi = one.aabb()
+    return lo[0], hi[0]
 
 
 def fmt_j(v: float) -> str:

@@ -55,7 +55,7 @@ from .broad import (
 from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
 from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
-from .shapes import _GEOMETRY, _KIND, SHAPE_TYPES, ShapeSet, Walls
+from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, ShapeSet, Walls
 
 _NO_KEYS = np.zeros(0, np.int64)
 
@@ -82,7 +82,7 @@ class Colliders:
     """
 
     def __init__(self) -> None:
-        self.sets: dict[str, ShapeSet] = {name: cls() for name, cls in SHAPE_TYPES.items()}
+        self.sets: dict[str, ShapeSet] = {name: cls() for name, cls in SHAPE_SETS.items()}
         self.order: list[tuple[str, int]] = []
         self._grid: tuple[ShapeGrid, np.ndarray, np.ndarray] | None = None
         self._specs: list[dict] | None = None

@@ -30,7 +30,7 @@ from .jit import _above, _better, _clip, _max, _min, _sign, jit, jit_borrow, jit
 _UP = np.array([0.0, 1.0])
 INF = math.inf
 
-#: Shape kinds in the compiled kernels' table (the order of ``shapes.SHAPE_TYPES``, then
+#: Shape kinds in the compiled kernels' table (the order of ``shapes.SHAPE_SETS``, then
 #: the bounds walls).
 CIRCLE, SEGMENT, POLYGON, BOX, WALL = 0, 1, 2, 3, 4
 #: Columns of the shape table ``geo (G, 11)``: the geometry (circle: centre, radius;

@@ -68,6 +68,34 @@ def _material(restitution, friction) -> tuple[float, float]:
 def _opt(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
+def convexity_problem(points) -> str | None:
+    """Why ``points`` (in order) are no convex polygon, or None. Either winding; every
+    turn must have the same sign *and* the turns must add up to one full revolution (a
+    pentagram turns the same way at every corner but winds twice); nearly collinear
+    corners (relative 1e-12) count as straight. The level files' check and the
+    colliders' are this one."""
+    pts = [(float(x), float(y)) for x, y in points]
+    n = len(pts)
+    edges = [(pts[(i + 1) % n][0] - pts[i][0], pts[(i + 1) % n][1] - pts[i][1])
+             for i in range(n)]
+    if any(ex == 0.0 and ey == 0.0 for ex, ey in edges):
+        return "expected a convex polygon, but two consecutive points coincide"
+    sign, turning = 0.0, 0.0
+    for i in range(n):
+        (ax, ay), (bx, by) = edges[i - 1], edges[i]
+        cross, dot = ax * by - ay * bx, ax * bx + ay * by
+        if abs(cross) > 1e-12 * math.hypot(ax, ay) * math.hypot(bx, by):
+            if sign and (cross > 0) != (sign > 0):
+                return ("expected a convex polygon (points in order around it, all "
+                        "corners turning the same way)")
+            sign = cross
+        turning += math.atan2(cross, dot)
+    # Written so that a NaN (coordinates near the float limit overflow) fails the test.
+    if sign == 0.0 or not abs(abs(turning) - 2 * math.pi) <= 1e-6:
+        return "expected a convex polygon with non-zero area, going around once"
+    return None
+
+
 # ------------------------------------------------------------------- shape sets
 
 @dataclass
@@ -253,13 +281,10 @@ class Polygons(ShapeSet):
         if v.ndim != 2 or v.shape[1] != 2 or not 3 <= v.shape[0] <= 64 or \
                 not np.isfinite(v).all():
             raise ValueError("points: expected 3..64 finite [x, y] points")
-        e = np.roll(v, -1, axis=0) - v
-        turn = _cross(e, np.roll(e, -1, axis=0))
+        problem = convexity_problem(v)
+        if problem:
+            raise ValueError(f"points: {problem}")
         area = 0.5 * np.sum(_cross(v, np.roll(v, -1, axis=0)))
-        L = np.sqrt(_dot(e, e))
-        if (L == 0).any() or area == 0 or not ((turn >= 0).all() or (turn <= 0).all()):
-            raise ValueError("points: expected a convex polygon with non-zero area, points "
-                             "in order around it")
         ccw = area > 0
         vv = v if ccw else v[::-1]
         ee = np.roll(vv, -1, axis=0) - vv
@@ -396,7 +421,7 @@ class Walls(ShapeSet):
 
 
 #: Shape types by the name level files use (``[[shapes]] type = ...``).
-SHAPE_TYPES: dict[str, type[ShapeSet]] = {
+SHAPE_SETS: dict[str, type[ShapeSet]] = {
     cls.kind: cls for cls in (Circles, Segments, Polygons, Boxes)}
 
 #: Shape types as the compiled kernels number them.
