@@ -337,3 +337,23 @@ def test_forest_ruth_is_time_reversible_and_fourth_order_in_one_step():
         integ.step(s, h, accel)
         errs.append(abs(s.x[0] - (np.cos(h) + 0.3 * np.sin(h))))
     assert 2 ** 4.8 < errs[0] / errs[1] < 2 ** 5.2      # local order 5
+
+
+@pytest.mark.parametrize("varying", [False, True])
+@pytest.mark.parametrize("method", ALL)
+def test_the_contrast_is_another_map_at_these_steps(method, varying):
+    """``contrast`` (the ghost G starts) is never the integrator itself nor one taking the
+    same positions at these steps: leapfrog and velocity Verlet are one map, and the
+    position Verlet family is one map at a fixed step."""
+    from sandbox.sim.integrators import contrast
+
+    other = INTEGRATORS[contrast(method, varying)]
+    own = INTEGRATORS[method]
+    assert other.name != own.name
+    assert {own.name, other.name} != {"leapfrog", "velocity_verlet"}
+    if not varying:
+        assert not (own.position_based and other.position_based)
+    else:
+        # Under varying steps they differ in how they take them, or in kind.
+        assert (other.order_variable != own.order_variable
+                or other.symplectic != own.symplectic)

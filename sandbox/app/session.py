@@ -27,7 +27,7 @@ import numpy as np
 from ..replay import SessionLog
 from ..replay import apply as apply_input
 from ..settings import SETTINGS
-from ..sim.integrators import INTEGRATORS
+from ..sim.integrators import INTEGRATORS, contrast
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
 
@@ -206,6 +206,10 @@ class Session:
     def _set_world(self, world: World) -> None:
         self.world = world
         self.x_before = None
+        #: Checkpoints to go back to after a divergence: ``[(gain J, State)]``, one
+        #: every ``CHECKPOINT_S`` of simulated time, the last ``CHECKPOINTS``.
+        self._checkpoints: list[tuple[float, object]] = []
+        self.diverged: tuple[str, float] | None = None   # (integrator, t) of a blow-up
         e = world.energy()
         movable = world.particles.inv_mass > 0
         mass = float(np.sum(world.particles.mass[movable]))
@@ -275,19 +279,35 @@ class Session:
                     self.ghost = None
 
     def _diverged(self, integrator: str, h: float, t: float, reason: str) -> None:
+        """Pause with a banner that names ``integrator``; the world goes back to the last
+        state whose energy was sane (a step that ends non-finite leaves the world as it
+        was before it, but that state may already be blown up: 40 kJ on the pendulums),
+        so that another integrator resumes from motion worth resuming."""
         label = INTEGRATORS[integrator].label if integrator in INTEGRATORS else integrator
         self.paused = True
         self.x_before = None
+        back = ""
+        p = self.world.particles
+        if not p.is_finite() or self._blown_up(self.world.energy()["total"]) is not None:
+            safe = self._checkpoint_before(t)
+            if safe is not None:
+                p.restore(safe)
+                self.log.broken = ("the world was put back to a sane state after a "
+                                   "divergence")
+                back = f" Back at t = {p.t:.3f} s, before it ran away."
+        self.diverged = (integrator, t)
         self.banner = (f"{label} diverged",
-                       f"at t = {t:.4f} s, step h = {h * 1e3:.3f} ms ({reason}).  "
-                       "R resets; or switch integrator and press Space.")
+                       f"at t = {t:.4f} s, step h = {h * 1e3:.3f} ms ({reason}).{back}  "
+                       "Pick another integrator (I, 1-9) and press Space, or R to reset.")
         print(f"sandbox: {label} diverged at t = {t:.4f} s, h = {h * 1e3:.3f} ms: {reason}",
               file=sys.stderr)
 
     def _blown_up(self, total: float) -> float | None:
-        """The energy jump (J) if ``total`` is beyond what the level can supply."""
-        jump = abs(total - self._e_ref)
-        return jump if not (jump <= BLOWUP_FACTOR * self._e_scale) else None
+        """The energy gained (J) if ``total`` is beyond what the level can supply; energy
+        lost (air drag, a falling body at terminal speed, the solver's damping) is never
+        a blow-up."""
+        jump = total - self._e_ref
+        return abs(jump) if not (jump <= BLOWUP_FACTOR * self._e_scale) else None
 
     def sample_energy(self) -> tuple[dict, float]:
         """The world's energies and the ghost's total (nan without one); a blown-up
@@ -302,7 +322,35 @@ class Session:
         if (jump := self._blown_up(e["total"])) is not None:
             self._diverged(self.integrator, self.last_plan[-1] if self.last_plan else 0.0,
                            self.world.t, f"energy jumped by {jump:.3g} J")
+            e = self.world.energy()                      # of the state it went back to
+        else:
+            self._keep_checkpoint(e["total"])
         return e, ghost_total
+
+    #: Simulated seconds between checkpoints, and how many are kept (2 s back).
+    CHECKPOINT_S = 0.25
+    CHECKPOINTS = 8
+
+    def _keep_checkpoint(self, total: float) -> None:
+        """A copy of the particles' state every ``CHECKPOINT_S`` (the oldest's buffers
+        reused: ~0.05 ms for 40,000 particles), with its energy gain over the start."""
+        p, cps = self.world.particles, self._checkpoints
+        if cps and (p.t - cps[-1][1].t < self.CHECKPOINT_S or cps[-1][1].x.shape
+                    != p.x.shape):
+            if cps[-1][1].x.shape == p.x.shape:
+                return
+            cps.clear()                                  # particles were added: anew
+        old = cps.pop(0)[1] if len(cps) >= self.CHECKPOINTS else None
+        cps.append((total - self._e_ref, p.copy(into=old)))
+
+    def _checkpoint_before(self, t: float):
+        """The latest checkpoint before ``t`` whose energy had gained no more than the
+        level's own energy scale (an exponential blow-up is far gone by the time it is
+        caught: explicit Euler on stiff springs gains 40 % a frame), else the oldest."""
+        shape = self.world.particles.x.shape
+        kept = [(g, st) for g, st in self._checkpoints if st.t < t and st.x.shape == shape]
+        sane = [st for g, st in kept if g <= self._e_scale]
+        return sane[-1] if sane else (kept[0][1] if kept else None)
 
     # --- the hand -------------------------------------------------------------------
 
@@ -364,8 +412,17 @@ class Session:
         self.world.set_integrator(name)
         self.on_segment(INTEGRATORS[name].label)
         self.message(f"integrator: {INTEGRATORS[name].label}")
+        if self.banner is not None and self.diverged is not None and self.paused:
+            old, t = self.diverged
+            self.banner = (f"{INTEGRATORS[old].label} diverged at t = {t:.4f} s",
+                           f"Now {INTEGRATORS[name].label} from t = {self.world.t:.3f} s: "
+                           "Space runs it, R resets.")
         if self.ghost is not None and self.ghost.integrator.name == name:
-            self.message("the ghost now runs the same integrator (Shift+G: another one)")
+            other = contrast(name, self.policy.varies)
+            self._seed_ghost(other)
+            self.on_segment(f"ghost: {INTEGRATORS[other].label}")
+            self.message(f"the world now runs the ghost's integrator: the ghost moves to "
+                         f"{INTEGRATORS[other].label}, restarted from the world")
 
     def set_constraints(self, name: str) -> None:
         """Solve the rigid links by ``name`` (sim/lagrange.py: xpbd, lagrange, rattle) in
@@ -528,14 +585,17 @@ class Session:
             self.ghost = None
             self.message("ghost off")
             return
-        # The last ghost chosen, else the level's recommendation, else the integrator
-        # that differs most from the world's on a trial of this level's steps.
-        name = self.ghost_integrator
-        if name is None or name == self.integrator:
-            name = self.scene.ghost
-        if name is None or name == self.integrator or name not in INTEGRATORS:
-            name = self.most_different()
-        self.set_ghost(name)
+        self.set_ghost(self.ghost_choice())
+
+    def ghost_choice(self) -> str:
+        """The ghost G starts: the last one chosen, else the level's recommendation,
+        else the integrator whose motion differs most from the world's by the
+        registry's data (``integrators.contrast``: no trial run, so G never stalls a
+        frame; a trial of every integrator froze big levels for 2-17 s)."""
+        for name in (self.ghost_integrator, self.scene.ghost):
+            if name in INTEGRATORS and name != self.integrator:
+                return name
+        return contrast(self.integrator, self.policy.varies)
 
     def set_ghost(self, name: str | None) -> None:
         """Run the ghost with ``name`` (restarted from the world now); None: off."""
@@ -550,56 +610,6 @@ class Session:
         self._seed_ghost(name)
         self.on_segment(f"ghost: {INTEGRATORS[name].label}")
         self.message(f"ghost: {INTEGRATORS[name].label} (pink), restarted from the world")
-
-    #: Trials of the ghost's choice are skipped above this many particles x links.
-    TRIAL_LIMIT = 20_000
-
-    def most_different(self, seconds: float = 2.0) -> str:
-        """The integrator whose motion differs most from the world's own on this level:
-        copies of the world run ``seconds`` of the steps recorded in this session (or
-        nominal steps) with each integrator, and the largest RMS distance from the
-        world's own run wins (runs that blow up are skipped). Big worlds, where the trial
-        would freeze the window, take the registry's neighbour instead."""
-        own = self.integrator
-        names = [n for n in INTEGRATORS if n != own]
-        fallback = cycle(list(INTEGRATORS), own, -1)
-        w = self.world
-        if w.n * max(len(w.constraints), 1) > self.TRIAL_LIMIT * 100 or w.n > self.TRIAL_LIMIT:
-            return fallback
-        steps: list[float] = []
-        for frame in reversed(self.trace.frames):
-            steps[:0] = list(frame)
-            if sum(steps) >= seconds:
-                break
-        if sum(steps) < seconds:
-            h = self.policy.nominal_h
-            steps = [h] * max(int(round(seconds / h)), 1)
-
-        def run(name: str) -> np.ndarray | None:
-            c = copy.deepcopy(w)
-            c.release()
-            if name != c.integrator.name:
-                c.set_integrator(name)
-            try:
-                for h in steps:
-                    c.step(h)
-            except Exception:
-                return None
-            x = c.particles.x
-            return x if np.isfinite(x).all() else None
-
-        ref = run(own)
-        if ref is None:
-            return fallback
-        best, best_d = fallback, -1.0
-        for name in names:
-            x = run(name)
-            if x is None:
-                continue
-            d = float(np.sqrt(np.mean(np.sum((x - ref) ** 2, axis=1))))
-            if d > best_d:
-                best, best_d = name, d
-        return best
 
     def cycle_ghost(self, step: int) -> None:
         """The ghost's next integrator in the registry, never the world's own."""

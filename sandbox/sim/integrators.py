@@ -615,6 +615,34 @@ INTEGRATORS: dict[str, Integrator] = {
 }
 
 
+def contrast(name: str, varying_steps: bool) -> str:
+    """The integrator whose motion differs most from ``name``'s, decided from the
+    registry's data alone (no trial run: choosing a ghost never stalls a frame):
+
+    - under varying steps, a position-based integrator that loses order there
+      (``verlet``, ``tcv``) meets its family's best (``tcv_corrected``), and one that
+      keeps it meets its family's worst (``verlet``: the time correction's point);
+    - otherwise a symplectic integrator meets the non-symplectic one of the lowest order
+      (explicit Euler: its energy grows where the other's stays bounded), and a
+      non-symplectic one the symplectic one of its own order (Euler -> symplectic Euler,
+      RK4 -> Forest-Ruth: energy drift against energy kept).
+
+    Never ``name`` itself nor one that is the same map at these steps (leapfrog and
+    velocity Verlet; the position Verlet family at a fixed step)."""
+    own = get_integrator(name)
+    others = [i for i in INTEGRATORS.values() if i.name != own.name]
+    if varying_steps and own.position_based:
+        family = [i for i in others if i.position_based]
+        if own.order_variable < own.order:
+            return max(family, key=lambda i: i.order_variable).name
+        return min(family, key=lambda i: i.order_variable).name
+    if own.symplectic:
+        pool = [i for i in others if not i.symplectic]
+        return min(pool, key=lambda i: i.order).name
+    pool = [i for i in others if i.symplectic and not i.position_based]
+    return min(pool, key=lambda i: (abs(i.order - own.order), i.order)).name
+
+
 def switch(s: State, new: str | Integrator, h: float, accel: AccelFn) -> Integrator:
     """Hand a running state to another integrator without a jump.
 

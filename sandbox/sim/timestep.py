@@ -44,6 +44,8 @@ class TimestepPolicy:
 
     name: str = ""
     label: str = ""
+    #: Whether the steps change from one to the next (all but the fixed step's).
+    varies: bool = True
 
     def __init__(self) -> None:
         self.book = TimeBook()
@@ -102,6 +104,8 @@ class FixedStep(TimestepPolicy):
     ``book.dropped``) and only the sub-step remainder is kept, so a 5 s stall costs
     ``max_steps`` steps, not a spiral of death.
     """
+
+    varies = False
 
     name, label = "fixed", "fixed h"
 
