@@ -221,3 +221,14 @@ def test_the_world_taking_the_ghosts_integrator_moves_the_ghost_and_says_so(app)
     _keys(app, pygame.K_1)                                  # the world: explicit Euler
     assert app.integrator == "euler" and app.ghost.integrator.name != "euler"
     assert any("the ghost moves to" in m[0] for m in app.messages)
+
+
+def test_m_on_a_level_that_cannot_take_the_multipliers_says_why_in_words(tmp_path):
+    """M on the 200 x 200 cloth: the constraint method cannot change; the window said
+    "cycle_constraints failed: ..." (a function's name). Now the reason alone."""
+    app = ev.window_app("cloth", tmp_path, SIZE)
+    app.frame(H)
+    _keys(app, pygame.K_m)
+    errors = [m[0] for m in app.messages if m[2]]
+    assert errors and not any("cycle_constraints" in m or "failed" in m for m in errors)
+    assert app.world.config.constraint_method == "xpbd"

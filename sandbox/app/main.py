@@ -444,12 +444,21 @@ class App:
             fn = self.commands[action]
             fn() if arg is None else fn(arg)
         except Exception as e:
-            self.report(action, e)
+            from .keymap import KEYMAP
+            said = next((b.help for b in KEYMAP if b.action == action), None)
+            self.report(action, e, said)
 
-    def report(self, what: str, e: Exception) -> None:
-        text = f"{what} failed: {e}" if str(e) else f"{what} failed: {type(e).__name__}"
-        print(f"sandbox: {text}", file=sys.stderr)
-        self.message(text, error=True)
+    def report(self, what: str, e: Exception, said: str | None = None) -> None:
+        """An error of ``what`` on screen and on stderr. The screen gets the error's own
+        sentence when it is one of ours (a ValueError or OSError: "a world with 1,104
+        links cannot ..."), else what the person asked for (``said``, e.g. the key's help
+        line) and the error's kind; never an internal name such as "cycle_constraints"."""
+        detail = str(e) or type(e).__name__
+        print(f"sandbox: {what} failed: {detail}", file=sys.stderr)
+        if isinstance(e, (ValueError, OSError)) and str(e):
+            self.message(detail, error=True)
+        else:
+            self.message(f"{said or what}: that did not work ({detail})", error=True)
 
     def resized(self) -> None:
         """The window changed size: a new canvas, and the level's view fitted again
