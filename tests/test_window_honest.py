@@ -232,3 +232,12 @@ def test_m_on_a_level_that_cannot_take_the_multipliers_says_why_in_words(tmp_pat
     errors = [m[0] for m in app.messages if m[2]]
     assert errors and not any("cycle_constraints" in m or "failed" in m for m in errors)
     assert app.world.config.constraint_method == "xpbd"
+
+
+def test_hud_numbers_fit_their_columns_whatever_they_are():
+    from sandbox.app.main import fit
+
+    assert fit(0.0123, 6, 3) == " 0.012" and fit(12.3, 7, 3) == " 12.300"
+    for v in (1.2463561872839521e35, -7.99e154, 3e9):
+        assert len(fit(v, 7, 3)) <= 9 and "e+" in fit(v, 7, 3)
+    assert fit(float("nan"), 6, 3).strip() == "n/a" and fit(float("inf"), 6, 3).strip() == "n/a"

@@ -113,6 +113,16 @@ def fmt_j(v: float) -> str:
     return f"{v:+9.3g} J"
 
 
+def fit(v: float, width: int, decimals: int) -> str:
+    """``v`` in ``width`` characters: fixed point with ``decimals`` while it fits, then
+    3 significant digits in powers of ten (a blown-up error read "12463561872839521173..."
+    across the HUD's column), "n/a" when it is no number."""
+    if not math.isfinite(v):
+        return f"{'n/a':>{width}}"
+    text = f"{v:{width}.{decimals}f}"
+    return text if len(text) <= width else f"{v:{width}.2e}"
+
+
 class App:
     """The sandbox window: a :class:`Session`, its :class:`Input`, a camera and drawing.
 
@@ -695,8 +705,8 @@ class App:
         right = [
             f"bodies      {plural(view.n, 'particle')} · {plural(len(view.link_i), 'link')}"
             f"{springs}",
-            f"error       mean {mean * 100:6.3f}% · max {worst * 100:7.3f}%",
-            f"time        sim {w.t:7.2f} s{dropped}",
+            f"error       mean {fit(mean * 100, 6, 3)}% · max {fit(worst * 100, 7, 3)}%",
+            f"time        sim {fit(w.t, 7, 2)} s{dropped}",
             hand,
             f"cost ms     physics {ms['physics']:5.1f} · draw {ms['draw']:5.1f} · flip "
             f"{ms['present']:4.1f}",
