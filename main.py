@@ -168,6 +168,9 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.levels:
+        from sandbox.levelbench import command
+        return command(args)
     from sandbox.bench import run_bench
     return run_bench(args)
 
@@ -281,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--only", metavar="NAME[,NAME]", default=None,
                        help="run only these scenarios (see --list)")
     bench.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    bench.add_argument("--levels", action="store_true",
+                       help="instead: every shipped level in the window's own frame "
+                            "(dummy video), its median and worst frame and the worst "
+                            "after G (--only LEVEL[,LEVEL], --frames N)")
     bench.add_argument("--json", metavar="FILE", default=None, help="also write JSON here")
     bench.add_argument("--csv", metavar="FILE", default=None, help="also write CSV here")
     bench.add_argument("--profile", metavar="NAME", default=None,

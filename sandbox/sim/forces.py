@@ -9,6 +9,7 @@ several springs), never ``a[idx] += f``, which keeps one write per repeated inde
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,18 @@ class UniformField:
         self.movable: np.ndarray | None = None
         self.a: np.ndarray | None = None
         self.checked = False
+
+    def __deepcopy__(self, memo) -> UniformField:
+        """A copy whose field stays read-only (numpy's deepcopy makes arrays writeable):
+        a copied world (the window's ghost) must hand the compiled kernels the same
+        types as the original, or its first step loads or compiles other versions of
+        them (the cradle's ghost: 90 ms loading three; minutes from an empty cache)."""
+        out = UniformField()
+        for name, value in vars(self).items():
+            setattr(out, name, copy.deepcopy(value, memo))
+        if out.a is not None:
+            out.a.flags.writeable = False     # the copy the particles share, if they do
+        return out
 
     def get(self, g, x: np.ndarray, inv_mass: np.ndarray) -> np.ndarray:
         """The field ``g`` (m/s^2) on positions shaped like ``x``, zero where

@@ -271,7 +271,10 @@ class Colliders:
         poly, box = self.sets["polygon"], self.sets["box"]
         bverts, bnorm = box_polygon(*box.inner()[:2])
         bedge = np.roll(bverts, -1, axis=1) - bverts
-        shapes = tuple(np.ascontiguousarray(a, dtype=float)
+        # Fresh writable arrays (box_polygon's normals are a read-only broadcast): the
+        # kernels' types must not change when a world is copied (numpy's deepcopy makes
+        # arrays writable), or a copy's first step loads other versions of them.
+        shapes = tuple(np.array(a, dtype=float, order="C")
                        for a in (poly.verts, poly.normals, poly.edges, bverts, bnorm, bedge))
         t = _Table(shape_args=(kinds, rows, geo, *shapes),
                    begin_args=(kinds, rows, geo, S, nw, *shapes, keys, sids, float(cell),
