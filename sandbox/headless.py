@@ -500,7 +500,10 @@ def run_replay(args: argparse.Namespace) -> int:
     if out is not None and (problem := _check_out(out, [Path(args.file)], force=True)):
         return _error(problem, 1)
     rec = _Recorder() if out is not None else None
-    world = play(rep, on_step=rec.sample if rec is not None else None)
+    try:
+        world = play(rep, on_step=rec.sample if rec is not None else None)
+    except ReplayError as e:
+        return _error(str(e), 1)
     digest = world.state_hash()
     same = digest == rep.final_hash
     if rec is not None:

@@ -19,11 +19,11 @@ problem is one :class:`ReplayError` line, and nothing runs.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -34,11 +34,9 @@ VERSION = 1
 MAX_BYTES = 64 << 20                       # an hour at 60 fps with a busy hand is ~20 MB
 MAX_FRAMES = 10_000_000
 MAX_STEPS = 64                             # steps in one frame's plan
-
-#: Operation -> number of (finite) numbers it takes; strings where noted.
-OPS: dict[str, int] = {"grab": 3, "drag": 2, "release": 0, "cut": 4, "pin": 3,
-                       "configure": 2, "reset": 3}
-
+#: The shortest step a replay may hold (s): a frame never lasts under a microsecond, and
+#: a step of 5e-324 s divided by zero.
+MIN_STEP = 1e-6
 
 class ReplayError(ValueError):
     """A replay file that cannot be used; the message names the file and the problem."""
@@ -62,7 +60,7 @@ class ReplayFile(_Model):
     format: Literal["verlet-sandbox replay"]
     version: Literal[1]
     level: LevelBlock
-    frames: Annotated[list[Annotated[list[Annotated[Finite, Field(gt=0, le=10.0)]],
+    frames: Annotated[list[Annotated[list[Annotated[Finite, Field(ge=MIN_STEP, le=10.0)]],
                                      Field(max_length=MAX_STEPS)]],
                       Field(max_length=MAX_FRAMES)]
     events: Annotated[list[list], Field(max_length=MAX_FRAMES)]
@@ -71,8 +69,6 @@ class ReplayFile(_Model):
     @field_validator("events")
     @classmethod
     def _events(cls, events: list[list]) -> list[list]:
-        from .sim.integrators import INTEGRATORS
-
         last = 0
         for n, ev in enumerate(events):
             where = f"events[{n}]"
@@ -82,45 +78,10 @@ class ReplayFile(_Model):
             if frame < last:
                 raise ValueError(f"{where}: frames must not go back ({frame} after {last})")
             last = frame
-            if op == "integrator":
-                if len(args) != 1 or args[0] not in INTEGRATORS:
-                    raise ValueError(f"{where}: 'integrator' takes one of: "
-                                     f"{', '.join(INTEGRATORS)}")
-                continue
-            if op == "set":
-                from .settings import SETTINGS
-                if len(args) != 2 or not isinstance(args[0], str) or args[0] not in SETTINGS:
-                    raise ValueError(f"{where}: 'set' takes [setting, value] with a setting "
-                                     f"of: {', '.join(SETTINGS)}")
-                problem = SETTINGS[args[0]].problem(args[1])
-                if problem:
-                    raise ValueError(f"{where}: {problem}")
-                continue
-            if op == "constraints":
-                from .sim.lagrange import CONSTRAINT_METHODS
-                if len(args) != 1 or args[0] not in CONSTRAINT_METHODS:
-                    raise ValueError(f"{where}: 'constraints' takes one of: "
-                                     f"{', '.join(CONSTRAINT_METHODS)}")
-                continue
-            if op not in OPS:
+            if not isinstance(op, str) or op not in OPS:
                 raise ValueError(f"{where}: unknown operation {str(op)[:40]!r}")
-            nums = args
-            if op == "reset":
-                if not args or args[0] not in INTEGRATORS:
-                    raise ValueError(f"{where}: 'reset' takes [integrator, iterations, "
-                                     "substeps, h]")
-                nums = args[1:]
-            if len(nums) != OPS[op] or not all(
-                    isinstance(a, (int, float)) and not isinstance(a, bool)
-                    and math.isfinite(a) for a in nums):
-                raise ValueError(f"{where}: '{op}' takes {OPS[op]} finite numbers")
-            if op in ("configure", "reset"):
-                if not (1 <= nums[0] <= 200 and 1 <= nums[1] <= 64):
-                    raise ValueError(f"{where}: iterations 1..200 and substeps 1..64")
-                if op == "reset" and not nums[2] > 0:
-                    raise ValueError(f"{where}: the step h must be > 0")
-            if op in ("grab", "pin") and not nums[2] >= 0:
-                raise ValueError(f"{where}: the pick radius must be >= 0")
+            if problem := OPS[op].problem(args):
+                raise ValueError(f"{where}: '{op}' takes {OPS[op].form}: {problem}")
         return events
 
 
@@ -212,17 +173,32 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
 
     ``on_step(world, h)`` after every step, ``on_frame(world, k)`` after every frame.
     A step that diverges ends its frame, as it did in the window (which then paused).
+    A level that cannot be built (a link to a missing particle) or an input the world
+    refuses (RATTLE on 1,104 links, a grab of a pinned particle) is a
+    :class:`ReplayError` naming it.
     """
     from .levels import build_world, parse_level
     from .sim.world import SimulationDiverged
 
     level = parse_level(rep.level.text, rep.level.name)
-    world = build_world(level)
+    try:
+        world = build_world(level)
+    except ValueError as e:                        # LevelError: what only building tells
+        raise ReplayError(f"{rep.level.name}: its level cannot be built: "
+                          f"{str(e).splitlines()[-1].strip()}") from None
     events = rep.events
+
+    def run(world, e: int):
+        try:
+            return apply(world, level, events[e][1], events[e][2:])
+        except (ValueError, ArithmeticError) as err:
+            raise ReplayError(f"events[{e}] ({events[e][1]}): the world refused it: "
+                              f"{err}") from None
+
     e = 0
     for k, plan in enumerate(rep.frames):
         while e < len(events) and events[e][0] <= k:
-            world = apply(world, level, events[e][1], events[e][2:])
+            world = run(world, e)
             e += 1
         for h in plan:
             try:
@@ -234,7 +210,7 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
         if on_frame is not None:
             on_frame(world, k)
     while e < len(events):
-        world = apply(world, level, events[e][1], events[e][2:])
+        world = run(world, e)
         e += 1
     return world
 
@@ -242,42 +218,152 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
 def apply(world, level, op: str, args: list):
     """One recorded input on ``world`` (the same calls the window's session made);
     returns the world (a reset builds a new one)."""
-    import dataclasses
+    return OPS[op].apply(world, level, args)
 
-    from .levels import build_world
+
+# ---------------------------------------------------------------- the operations
+
+#: The largest coordinate (m) and pick radius a replay may name: beyond it numpy's
+#: distances overflow (a cut at +-1e308 printed RuntimeWarnings).
+MAX_COORD = 1e12
+
+
+def _coordinate(a) -> str | None:
+    if isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) <= MAX_COORD:
+        return None
+    return f"a coordinate within +-{MAX_COORD:g} m, got {str(a)[:40]}"
+
+
+def _radius(a) -> str | None:
+    if _coordinate(a) is None and a >= 0:
+        return None
+    return f"a radius in 0..{MAX_COORD:g} m, got {str(a)[:40]}"
+
+
+def _one_of(registry_of, what: str):
+    def check(a) -> str | None:
+        names = registry_of()
+        if isinstance(a, str) and a in names:
+            return None
+        return f"{what} one of {', '.join(names)}, got {str(a)[:40]}"
+    return check
+
+
+def _integrators():
+    from .sim.integrators import INTEGRATORS
+    return INTEGRATORS
+
+
+def _methods():
+    from .sim.lagrange import CONSTRAINT_METHODS
+    return CONSTRAINT_METHODS
+
+
+def _setting(name: str):
+    def check(a) -> str | None:
+        from .settings import SETTINGS
+        return SETTINGS[name].problem(a)
+    return check
+
+
+def _step(a) -> str | None:
+    if isinstance(a, (int, float)) and not isinstance(a, bool) and MIN_STEP <= a <= 10.0:
+        return None
+    return f"a step h in {MIN_STEP:g}..10 s, got {str(a)[:40]}"
+
+
+def _set_args(args) -> str | None:
     from .settings import SETTINGS
+    if not isinstance(args[0], str) or args[0] not in SETTINGS:
+        return f"a setting of {', '.join(SETTINGS)}, got {str(args[0])[:40]}"
+    return SETTINGS[args[0]].problem(args[1])
 
-    if op == "grab":
-        k = world.nearest_movable(args[:2], args[2])
-        if k is not None:
-            world.grab(k, args[:2], radius=args[2])
-    elif op == "drag":
-        world.drag_to(args)
-    elif op == "release":
-        world.release()
-    elif op == "cut":
-        world.cut(args[:2], args[2:])
-    elif op == "pin":
-        k = world.nearest(args[:2], args[2])
-        if k is not None:
-            if world.mouse is not None and k in world.mouse.idx:
-                world.release()
-            world.toggle_pin(k)
-    elif op == "integrator":
-        world.set_integrator(args[0])
-    elif op == "constraints":
-        world.set_constraint_method(args[0])
-    elif op == "set":                   # a world setting (settings.SETTINGS)
-        value = int(args[1]) if SETTINGS[args[0]].integer else float(args[1])
-        world.configure(dataclasses.replace(world.config, **{args[0]: value}))
-    elif op == "configure":             # iterations and substeps, as files before "set"
-        world.configure(dataclasses.replace(world.config, iterations=int(args[0]),
-                                            substeps=int(args[1])))
-    elif op == "reset":
-        name, iterations, substeps, h = args
-        world = build_world(level)
-        world.configure(dataclasses.replace(world.config, iterations=int(iterations),
-                                            substeps=int(substeps)))
-        if world.integrator.name != name:
-            world.set_integrator(name, h)
+
+@dataclass(frozen=True)
+class Op:
+    """A replay operation, every face of it: its arguments (``form``, one check per
+    argument: None or what is wrong), an optional check of them together, and what it
+    does to a world (``apply(world, level, args) -> world``)."""
+
+    form: str
+    checks: tuple[Callable[[Any], str | None], ...]
+    apply: Callable[[Any, Any, list], Any]
+    together: Callable[[list], str | None] | None = None
+
+    def problem(self, args: list) -> str | None:
+        if len(args) != len(self.checks):
+            return f"{len(self.checks)} arguments, got {len(args)}"
+        for check, a in zip(self.checks, args, strict=True):
+            if (problem := check(a)) is not None:
+                return problem
+        return self.together(args) if self.together is not None else None
+
+
+def _grab(world, level, args):
+    k = world.nearest_movable(args[:2], args[2])
+    if k is not None:
+        world.grab(k, args[:2], radius=args[2])
     return world
+
+
+def _pin(world, level, args):
+    k = world.nearest(args[:2], args[2])
+    if k is not None:
+        if world.mouse is not None and k in world.mouse.idx:
+            world.release()
+        world.toggle_pin(k)
+    return world
+
+
+def _configured(world, **changes):
+    import dataclasses
+    world.configure(dataclasses.replace(world.config, **changes))
+    return world
+
+
+def _set(world, level, args):
+    from .settings import SETTINGS
+    value = int(args[1]) if SETTINGS[args[0]].integer else float(args[1])
+    return _configured(world, **{args[0]: value})
+
+
+def _reset(world, level, args):
+    from .levels import build_world
+    name, iterations, substeps, h = args
+    world = _configured(build_world(level), iterations=int(iterations),
+                        substeps=int(substeps))
+    if world.integrator.name != name:
+        world.set_integrator(name, h)
+    return world
+
+
+def _then(world, _done):
+    """``world``, after the call written as its second argument (an input that changes
+    the world in place)."""
+    return world
+
+
+#: Every operation a replay file may hold, by the name it is written under. The window's
+#: session records them (``SessionLog.record``), the file's check and playback read them.
+OPS: dict[str, Op] = {
+    "grab": Op("[x, y, pick radius]", (_coordinate, _coordinate, _radius), _grab),
+    "drag": Op("[x, y]", (_coordinate, _coordinate),
+               lambda w, lv, a: _then(w, w.drag_to(a))),
+    "release": Op("[]", (), lambda w, lv, a: _then(w, w.release())),
+    "cut": Op("[x0, y0, x1, y1]", (_coordinate,) * 4,
+              lambda w, lv, a: _then(w, w.cut(a[:2], a[2:]))),
+    "pin": Op("[x, y, pick radius]", (_coordinate, _coordinate, _radius), _pin),
+    "integrator": Op("[integrator]", (_one_of(_integrators, "an integrator"),),
+                     lambda w, lv, a: _then(w, w.set_integrator(a[0]))),
+    "constraints": Op("[method]", (_one_of(_methods, "a constraint method"),),
+                      lambda w, lv, a: _then(w, w.set_constraint_method(a[0]))),
+    "set": Op("[setting, value]", (lambda a: None, lambda a: None), _set,
+              together=_set_args),
+    # Iterations and substeps, as files before "set" wrote them.
+    "configure": Op("[iterations, substeps]", (_setting("iterations"), _setting("substeps")),
+                    lambda w, lv, a: _configured(w, iterations=int(a[0]),
+                                                 substeps=int(a[1]))),
+    "reset": Op("[integrator, iterations, substeps, h]",
+                (_one_of(_integrators, "an integrator"), _setting("iterations"),
+                 _setting("substeps"), _step), _reset),
+}

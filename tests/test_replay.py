@@ -130,10 +130,20 @@ def _variant(**changes) -> str:
     (_variant(frames=[[0.01], [-1.0]]), "frames.1.0"),
     (_variant(frames=[[0.01], [1e400]]), "Infinity is not a number"),
     (_variant(events=[[0, "explode"]]), "unknown operation 'explode'"),
-    (_variant(events=[[0, "grab", 1.0, 2.0]]), "'grab' takes 3 finite numbers"),
+    (_variant(events=[[0, "grab", 1.0, 2.0]]), "'grab' takes [x, y, pick radius]: 3 arg"),
     (_variant(events=[[3, "release"], [1, "release"]]), "must not go back"),
-    (_variant(events=[[0, "integrator", "rk5"]]), "'integrator' takes one of"),
-    (_variant(events=[[0, "configure", 0, 1]]), "iterations 1..200"),
+    (_variant(events=[[0, "integrator", "rk5"]]), "'integrator' takes [integrator]: an int"),
+    (_variant(events=[[0, "configure", 0, 1]]), "'iterations' takes an integer in 1..200"),
+    # Types and magnitudes from someone else's file: one line each, never a traceback.
+    (_variant(events=[[0, ["grab"], 1.0, 2.0, 0.1]]), "unknown operation"),
+    (_variant(events=[[0, {"op": "grab"}]]), "unknown operation"),
+    (_variant(events=[[0, "integrator", ["rk4"]]]), "an integrator one of"),
+    (_variant(events=[[0, "constraints", {"m": 1}]]), "a constraint method one of"),
+    (_variant(events=[[0, "reset", ["euler"], 10, 1, 0.01]]), "an integrator one of"),
+    (_variant(events=[[0, "reset", "euler", 10, 1, 5e-324]]), "a step h in"),
+    (_variant(events=[[0, "cut", -1e308, 0.0, 1e308, 0.0]]), "a coordinate within"),
+    (_variant(events=[[0, "pin", 0.0, 0.0, 1e308]]), "a radius in"),
+    (_variant(frames=[[0.01], [5e-324]]), "frames.1.0"),
     (_variant(events=[[0, "set", "gravity", 1.0]]), "'set' takes [setting, value]"),
     (_variant(events=[[0, "set", ["drag"], 1.0]]), "'set' takes [setting, value]"),
     (_variant(events=[[0, "set", "drag"]]), "'set' takes [setting, value]"),
@@ -163,3 +173,20 @@ def test_a_directory_or_missing_file_is_refused(tmp_path):
     for p in (tmp_path, tmp_path / "nope.json"):
         with pytest.raises(ReplayError, match="not a file"):
             load(p)
+
+
+@pytest.mark.parametrize("events, text, fragment", [
+    ([[1, "constraints", "rattle"]], None, "the world refused it: RATTLE / SHAKE"),
+    ([], '[[bodies]]\ntype = "links"\npairs = [[0, 5]]\n', "its level cannot be built"),
+])
+def test_a_replay_the_world_refuses_is_one_line(tmp_path, events, text, fragment):
+    """What only building or the world can tell (a link to a missing particle, RATTLE
+    on 2,249 links) escaped as a LevelError or ConstraintMethodError traceback."""
+    level = text if text is not None else (ROOT / "levels" / "cloth.toml").read_text()
+    bad = tmp_path / "bad.replay.json"
+    bad.write_text(json.dumps({**GOOD, "level": {"name": "t", "text": level},
+                               "frames": [[0.01]] * 3, "events": events}))
+    r = subprocess.run([sys.executable, "main.py", "replay", str(bad), "--headless"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and fragment in r.stderr
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
