@@ -218,3 +218,54 @@ def test_a_level_the_loader_would_refuse_is_explained_not_written(tmp_path):
     a.do("save_level", "empty")
     assert a.messages[-1][2] and "empty" in a.messages[-1][0]
     assert not (tmp_path / "levels" / "empty.toml").exists()
+
+
+def test_ctrl_let_go_in_the_save_dialog_is_let_go(app):
+    """Ctrl+S opens the save dialog; Ctrl is let go while its text field has the
+    keyboard; after Return saves, B leaves build mode (it cycled tools: Ctrl stayed
+    held) and Q would quit."""
+    ctrl = pygame.KMOD_LCTRL
+    app.do("set_tool", "box")
+    drag(app, (0.3, -1.0), (1.3, -0.7))
+    ev.post(ev.key_down(pygame.K_LCTRL, ctrl), ev.key_down(pygame.K_s, ctrl),
+            ev.key_up(pygame.K_s, ctrl))
+    app.frame(H)
+    assert app.panel.dialog is not None and app.panel.typing()
+    ev.post(ev.key_up(pygame.K_LCTRL, 0))
+    app.frame(H)
+    ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
+    app.frame(H)
+    assert app.panel.dialog is None and not app.panel.typing()
+    ev.press(pygame.K_b)
+    app.frame(H)
+    assert app.editor is None
+
+
+def _click(app: App, pos, frames: int = 6) -> None:
+    pos = (int(pos[0]), int(pos[1]))
+    ev.post(ev.motion(pos))
+    app.frame(H)
+    app.frame(H)
+    ev.post(ev.button_down(pos))
+    app.frame(H)
+    app.frame(H)
+    ev.post(ev.button_up(pos))
+    for _ in range(frames):
+        app.frame(H)
+
+
+def test_the_tool_drop_down_applies_the_tool_clicked(app):
+    """The build panel's tool list opened and highlighted but never applied a choice:
+    the panel compared the widget with the tool and rebuilt itself in the frame between
+    the click and its event."""
+    menu = app.panel.tool
+    _click(app, menu.get_abs_rect().center)
+    menu = app.panel.tool
+    assert menu.current_state is menu.menu_states["expanded"]
+    items = menu.current_state.options_selection_list.item_list
+    button = next(i["button_element"] for i in items if i["text"] == "circle")
+    _click(app, button.get_abs_rect().center)
+    assert app.tool == "circle"
+    app.do("cycle_tool")                                   # Ctrl+B: the list follows
+    app.frame(H)
+    assert app.panel.tool.selected_option[0] == app.tool != "circle"

@@ -342,6 +342,10 @@ class App:
             if self.show_panel and self.panel is not None:
                 try:
                     if self.panel.process(event):
+                        if event.type == pygame.KEYUP:
+                            # A key let go while a text field had the keyboard (Ctrl
+                            # after Ctrl+S, Save): still let go, or Ctrl stayed held.
+                            self.input.key_up(event)
                         continue                      # a click on the panel, not the scene
                 except Exception as e:              # a widget bug must not close the app
                     self.report("control panel", e)

@@ -364,9 +364,9 @@ class ControlPanel:
         y += 20
         label("tool  Ctrl+B")
         y += 20
-        self.tool = UIDropDownMenu(list(TOOLS), self.app.tool, pygame.Rect(8, y, w, 24),
-                                   manager=m, container=c)
-        self.actions[self.tool] = lambda text: self.app.do("set_tool", text)
+        self._menu("tool", list(TOOLS), self.app.tool, pygame.Rect(8, y, w, 24),
+                   lambda text: self.app.do("set_tool", text))
+        self._shown["tool"] = self.app.tool
         y += 28
         self.prop_sliders = {}
         for key, text, lo_hi, to_pos, _ in self.PROPS:
@@ -402,9 +402,12 @@ class ControlPanel:
 
     def _sync_tools(self, force: bool = False) -> None:
         ed = self.app.editor
-        if self.tool.selected_option[0] != self.app.tool:
-            self.build()
-            return
+        # Compared with the tool last shown, not with the widget: a click on an option
+        # changes the widget a frame before its event sets the tool, and rebuilding on
+        # that difference threw the choice away (the drop-down never applied one).
+        if self._shown.get("tool") != self.app.tool:
+            self._show_choice("tool", self.app.tool)
+            self._shown["tool"] = self.app.tool
         for key, _, _, to_pos, _ in self.PROPS:
             slider, value = self.prop_sliders[key]
             v = getattr(ed.props, key)
