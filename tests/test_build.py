@@ -269,3 +269,14 @@ def test_the_tool_drop_down_applies_the_tool_clicked(app):
     app.do("cycle_tool")                                   # Ctrl+B: the list follows
     app.frame(H)
     assert app.panel.tool.selected_option[0] == app.tool != "circle"
+
+
+def test_a_saved_level_is_named_as_saved_not_as_its_source(app):
+    """Saved from the pendulums level, the file kept "Chaos: double pendulum" and its
+    description and hint, which described another level."""
+    app.do("set_tool", "box")
+    drag(app, (0.3, -1.0), (1.3, -0.7))
+    path = app.builder.save_level("my ramp")
+    level = load_level(path)
+    assert level.name == "my ramp" and level.hint == ""
+    assert level.description == "Built in the sandbox from Chaos: double pendulum."

@@ -274,3 +274,19 @@ def test_a_copied_world_hands_the_kernels_the_same_types(level):
     for _ in range(3):
         c.step(H)
     assert [len(k.signatures) for k in kernels] == before
+
+
+@pytest.mark.parametrize("level, alike", [("cloth", True), ("pile", True), ("rope", True),
+                                          ("springs", False), ("pendulums", False),
+                                          ("orbit", False), ("chain_rattle", False)])
+def test_an_integrator_key_says_why_nothing_changes_where_xpbd_decides(level, alike,
+                                                                       tmp_path):
+    """On the XPBD levels pressing 1 or 3 changed nothing visible and the window never
+    said why; it says so once, with what to press instead. Where the integrator shows
+    (springs, forces, orbits, RATTLE) it says nothing of the kind."""
+    app = ev.window_app(level, tmp_path, SIZE)
+    app.frame(H)
+    _keys(app, pygame.K_3)
+    _keys(app, pygame.K_1)
+    said = [m[0] for m in app.messages if "looks alike" in m[0]]
+    assert len(said) == (1 if alike else 0)

@@ -186,7 +186,13 @@ class BuildMode:
             self.app.panel.confirm_replace(path, lambda: self.save_level(clean, True))
             return None
         table = dict(ed.table)
-        table["name"] = table.get("name") or clean
+        # The saved level is the person's, named as they named it; the source level's
+        # description and hint described another level.
+        source = table.get("name")
+        table["name"] = name.strip()[:200] or clean
+        table["description"] = (f"Built in the sandbox from {source}." if source
+                                else "Built in the sandbox.")
+        table.pop("hint", None)
         w = self.app.camera.view_width
         sx, sy, sw, sh = self.app.safe_area()
         centre = self.app.camera.to_world((sx + sw / 2, sy + sh / 2))

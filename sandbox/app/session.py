@@ -210,6 +210,7 @@ class Session:
         #: every ``CHECKPOINT_S`` of simulated time, the last ``CHECKPOINTS``.
         self._checkpoints: list[tuple[float, object]] = []
         self.diverged: tuple[str, float] | None = None   # (integrator, t) of a blow-up
+        self._said_alike = False                 # alike_note() shown for this world
         e = world.energy()
         movable = world.particles.inv_mass > 0
         mass = float(np.sum(world.particles.mass[movable]))
@@ -412,6 +413,9 @@ class Session:
         self.world.set_integrator(name)
         self.on_segment(INTEGRATORS[name].label)
         self.message(f"integrator: {INTEGRATORS[name].label}")
+        if (note := self.alike_note()) and not self._said_alike:
+            self._said_alike = True                  # once a level: it stays true
+            self.message(note)
         if self.banner is not None and self.diverged is not None and self.paused:
             old, t = self.diverged
             self.banner = (f"{INTEGRATORS[old].label} diverged at t = {t:.4f} s",
@@ -423,6 +427,24 @@ class Session:
             self.on_segment(f"ghost: {INTEGRATORS[other].label}")
             self.message(f"the world now runs the ghost's integrator: the ghost moves to "
                          f"{INTEGRATORS[other].label}, restarted from the world")
+
+    def alike_note(self) -> str | None:
+        """Why switching the integrator changes nothing visible here, and what to press
+        to see a difference, or None. XPBD projects every rigid link and contact back
+        after the step, whatever the integrator did (the solver decides the motion);
+        with only gravity (and air drag) beside it, every integrator gives the same
+        picture."""
+        w = self.world
+        if (len(w.springs) or w.pressure or w.config.G
+                or w.config.constraint_method != "xpbd"):
+            return None                     # forces the integrator takes: it shows
+        if not (len(w.constraints) or w.has_contacts):
+            return None
+        fix = ("M tries Lagrange multipliers, where the integrator decides; "
+               if len(w.constraints) and w.n <= 300 else "")
+        return ("here XPBD's projection of the links and contacts decides the motion, so "
+                f"every integrator looks alike: {fix}the springs, pendulums, jitter and "
+                "orbit levels show them apart")
 
     def set_constraints(self, name: str) -> None:
         """Solve the rigid links by ``name`` (sim/lagrange.py: xpbd, lagrange, rattle) in
