@@ -188,14 +188,18 @@ class Warmup:
         return self._done.is_set()
 
     def status(self) -> str:
+        # In a learner's words: what is slow, why, for how long; "kernels" and "numpy"
+        # mean nothing to someone who opened a window to watch a pendulum.
         if self.phase == "compiling":
-            what = ("contact kernels" if "kernels" in self.ready_parts else "kernels")
-            return f"compiling {what} (numpy meanwhile), {time.monotonic() - self._t0:.0f} s"
+            what = ("collisions" if "kernels" in self.ready_parts else "physics")
+            return (f"first start: building fast {what} ({time.monotonic() - self._t0:.0f}"
+                    " s); slower frames meanwhile, the same motion")
         if self.phase == "loading":
             compiled = self.warm and not self.numpy_first     # the worlds' kernels now
-            return "loading kernels" if compiled else "loading kernels (numpy meanwhile)"
+            return ("loading fast physics" if compiled else
+                    "loading fast physics: slower frames for a moment, the same motion")
         if self.phase == "ready":
-            return "compiled kernels ready"
+            return "fast physics ready"
         if self.error:
             if "kernels" in self.ready_parts:
                 return "compiled kernels, numpy contacts (compiling failed)"

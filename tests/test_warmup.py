@@ -90,7 +90,7 @@ def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
     assert h.status()                               # a line for the HUD at any time
     assert h.wait(600), h.error
     assert h.ready and h.done and h.seconds is not None
-    assert h.status() == "compiled kernels ready"
+    assert h.status() == "fast physics ready"
     assert backend.compiled("auto")
 
 
@@ -126,12 +126,13 @@ def test_a_small_first_world_starts_on_numpy_even_with_a_warm_cache(restore_back
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False,
                                 numpy_first=True)
     assert h.warm and not backend.compiled("auto")         # numpy for the first frames
-    assert h.status() == "loading kernels (numpy meanwhile)"     # and the HUD says so
+    assert h.status() == ("loading fast physics: slower frames for a moment, the same "
+                          "motion")                      # and the HUD says so
     assert h.wait(600), h.error
     assert backend.compiled("auto")
     big = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
     assert big.warm and backend.compiled("auto")           # a big world: compiled at once
-    assert big.status() in ("loading kernels", "compiled kernels ready")
+    assert big.status() in ("loading fast physics", "fast physics ready")
     assert big.wait(600), big.error
 
 
