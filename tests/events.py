@@ -108,6 +108,22 @@ def _modifier_keys(mod: int) -> list[tuple[int, int]]:
     return out
 
 
+def click(app, pos, frames: int = 6, hold: int = 2, dt: float = 1 / 60) -> None:
+    """A left click at ``pos`` (px) as a person makes it on ``app``'s window: the pointer
+    moves there, the button is held ``hold`` frames, then ``frames`` more (pygame_gui
+    answers a click over several frames)."""
+    pos = (int(pos[0]), int(pos[1]))
+    post(motion(pos))
+    app.frame(dt)
+    app.frame(dt)
+    post(button_down(pos))
+    for _ in range(hold):
+        app.frame(dt)
+    post(button_up(pos))
+    for _ in range(frames):
+        app.frame(dt)
+
+
 def drag(a, b, button: int = 1, shift: bool = False, steps: int = 1) -> list:
     """The events of a drag from ``a`` to ``b`` px in ``steps`` moves (Shift held
     around it when ``shift``), as a person makes them; post them or interleave frames."""

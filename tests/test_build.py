@@ -241,30 +241,17 @@ def test_ctrl_let_go_in_the_save_dialog_is_let_go(app):
     assert app.editor is None
 
 
-def _click(app: App, pos, frames: int = 6) -> None:
-    pos = (int(pos[0]), int(pos[1]))
-    ev.post(ev.motion(pos))
-    app.frame(H)
-    app.frame(H)
-    ev.post(ev.button_down(pos))
-    app.frame(H)
-    app.frame(H)
-    ev.post(ev.button_up(pos))
-    for _ in range(frames):
-        app.frame(H)
-
-
 def test_the_tool_drop_down_applies_the_tool_clicked(app):
     """The build panel's tool list opened and highlighted but never applied a choice:
     the panel compared the widget with the tool and rebuilt itself in the frame between
     the click and its event."""
     menu = app.panel.tool
-    _click(app, menu.get_abs_rect().center)
+    ev.click(app, menu.get_abs_rect().center)
     menu = app.panel.tool
     assert menu.current_state is menu.menu_states["expanded"]
     items = menu.current_state.options_selection_list.item_list
     button = next(i["button_element"] for i in items if i["text"] == "circle")
-    _click(app, button.get_abs_rect().center)
+    ev.click(app, button.get_abs_rect().center)
     assert app.tool == "circle"
     app.do("cycle_tool")                                   # Ctrl+B: the list follows
     app.frame(H)

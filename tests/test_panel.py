@@ -28,17 +28,7 @@ def app(tmp_path) -> App:
     return a
 
 
-def click(app: App, pos, frames: int = 6, hold: int = 2) -> None:
-    pos = (int(pos[0]), int(pos[1]))
-    ev.post(ev.motion(pos))
-    app.frame(H)
-    app.frame(H)
-    ev.post(ev.button_down(pos))
-    for _ in range(hold):
-        app.frame(H)
-    ev.post(ev.button_up(pos))
-    for _ in range(frames):
-        app.frame(H)
+click = ev.click
 
 
 def pick(app: App, menu, text: str) -> None:
