@@ -290,3 +290,17 @@ def test_an_integrator_key_says_why_nothing_changes_where_xpbd_decides(level, al
     _keys(app, pygame.K_1)
     said = [m[0] for m in app.messages if "looks alike" in m[0]]
     assert len(said) == (1 if alike else 0)
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1024, 640)])
+def test_the_divergence_banner_is_not_under_the_panel(tmp_path, size):
+    """At 1280 x 800 the banner was centred on the window and lay under the control
+    panel; it is centred in the part the panel leaves, its detail wrapped there."""
+    app = ev.window_app("pendulums", tmp_path, size)
+    app.frame(H)
+    app.session._diverged("euler", H, 0.5, "energy jumped by 4.04e+04 J")
+    app.frame(H)
+    rect = app.banner_rect
+    assert rect is not None and rect.right <= size[0] and rect.left >= 0
+    if app.show_panel:
+        assert not rect.colliderect(app.panel.container.get_abs_rect())

@@ -248,19 +248,30 @@ class Overlay:
             s = pygame.transform.smoothscale(s, size)
         surface.blit(s, s.get_rect(center=surface.get_rect().center))
 
-    def banner(self, surface: pygame.Surface, title: str, detail: str, top: int = 14) -> None:
+    def banner(self, surface: pygame.Surface, title: str, detail: str, top: int = 14,
+               width: int | None = None) -> pygame.Rect:
+        """A red banner (a divergence) centred in the window's first ``width`` px (the
+        part no panel covers; default: all of it), its detail wrapped to fit there: at
+        1280 x 800 it lay under the control panel. Returns where it was drawn."""
         big, small = self.fonts.big, self.fonts.text
+        width = surface.get_width() if width is None else max(min(width, surface.get_width()),
+                                                              120)
         t = big.render(title, True, (255, 255, 255))
-        d = small.render(detail, True, (255, 225, 220))
-        w = max(t.get_width(), d.get_width()) + 40
-        rect = pygame.Rect(0, 0, w, t.get_height() + d.get_height() + 26)
-        rect.midtop = (surface.get_width() // 2, top)
+        lines = [small.render(line, True, (255, 225, 220))
+                 for line in self._wrap(detail, width - 56)]
+        w = min(max(t.get_width(), *(d.get_width() for d in lines)) + 40, width - 16)
+        step = small.get_linesize()
+        rect = pygame.Rect(0, 0, w, t.get_height() + step * len(lines) + 26)
+        rect.midtop = (width // 2, top)
         bg = pygame.Surface(rect.size, pygame.SRCALPHA)
         bg.fill((150, 24, 30, 230))
         surface.blit(bg, rect)
         pygame.draw.rect(surface, (255, 120, 110), rect, 2)
         surface.blit(t, (rect.centerx - t.get_width() // 2, rect.y + 9))
-        surface.blit(d, (rect.centerx - d.get_width() // 2, rect.y + 13 + t.get_height()))
+        for k, d in enumerate(lines):
+            surface.blit(d, (rect.centerx - d.get_width() // 2,
+                             rect.y + 13 + t.get_height() + k * step))
+        return rect
 
     def _wrap(self, text: str, width: int) -> list[str]:
         """:func:`wrap_text` in the text font, kept: a message is drawn every frame for

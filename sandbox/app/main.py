@@ -163,6 +163,7 @@ class App:
         self.show_graph = True
         self.show_panel = True
         self.show_trails = True
+        self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
         self.show_phase = True
         self.portrait = PhasePortrait()
         self.history: History | None = None
@@ -765,7 +766,8 @@ class App:
                 rect = pygame.Rect(8, hud.bottom + 8, min(W - 16, 480), 150)
             self.graph.draw(surf, rect, f)
         if self.banner is not None:
-            self.overlay.banner(surf, *self.banner, top=hud.bottom + 12)
+            self.banner_rect = self.overlay.banner(surf, *self.banner, top=hud.bottom + 12,
+                                                   width=self.safe_area()[2])
         k = self.kernels
         if k is not None and "extras" in k.ready_parts:
             self.renderer.backend = "auto"       # the drawing's kernels are loaded
