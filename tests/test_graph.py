@@ -245,3 +245,19 @@ def test_ring_buffer_keeps_the_newest_in_order_and_prunes_markers():
     assert g.times() == pytest.approx(np.arange(15, 25) * 0.5)
     assert g.ordered()[:, 3] == pytest.approx(np.arange(15, 25))
     assert [s for _, s in g.markers] == ["new"]
+
+
+def test_a_slider_dragged_through_many_values_leaves_one_marker():
+    """Dragging the steps/s slider set a new rate every frame: 40 markers, "+40 more".
+    Changes within MERGE samples of the last marker replace it; a later one adds one."""
+    g = EnergyGraph()
+    g.add(0.0, 1.0, 0.0, 1.0)
+    for k in range(40):
+        g.new_segment(f"{60 + k} Hz", merge=True)
+        g.add(0.01 * (k + 1), 1.0, 0.0, 1.0)
+    assert [label for _, label in g.markers][-1] == "99 Hz"
+    assert len(g.markers) <= 40 // EnergyGraph.MERGE + 1
+    for k in range(EnergyGraph.MERGE):
+        g.add(1.0 + 0.01 * k, 1.0, 0.0, 1.0)
+    g.new_segment("Velocity Verlet")
+    assert [label for _, label in g.markers][-2:] == ["99 Hz", "Velocity Verlet"]

@@ -132,14 +132,26 @@ class EnergyGraph:
         self.count = 0                    # valid rows
         self.total_samples = 0            # samples ever added (absolute index)
         self.markers: list[tuple[int, str]] = []
+        self._merged = False                  # the last marker may be replaced (merge)
         self.segment_start = 0
         self.segment_label: str | None = None
         self.e0: float | None = None
         self.k0 = self.u0 = math.nan
         self.relative = False
 
-    def new_segment(self, label: str) -> None:
-        """The integrator, timestep or ghost changed: mark it, re-reference the drift."""
+    #: Samples (frames) within which a new marker replaces the last one.
+    MERGE = 20
+
+    def new_segment(self, label: str, merge: bool = False) -> None:
+        """The integrator, timestep or ghost changed: mark it, re-reference the drift.
+        ``merge``: a change of a setting dragged through many values (the steps/s
+        slider set a new rate every frame and left "+40 more" markers): within
+        ``MERGE`` samples of the last marker, also a merged one, it replaces it, so the
+        graph shows the value the person settled on."""
+        if (merge and self._merged and self.markers
+                and self.total_samples - self.markers[-1][0] < self.MERGE):
+            self.markers.pop()
+        self._merged = merge
         self.markers.append((self.total_samples, str(label)))
         if len(self.markers) > self.capacity:
             del self.markers[0]

@@ -243,10 +243,11 @@ class App:
     LEDGER_BUDGET_S = 0.008
     LEDGER_PATIENCE = 30
 
-    def _segment(self, label: str) -> None:
+    def _segment(self, label: str, merge: bool = False) -> None:
         """The integrator, the timestep or the ghost changed: a marker on the graph, and
-        the ledger of where energy goes starts again with the graph's drift."""
-        self.graph.new_segment(label)
+        the ledger of where energy goes starts again with the graph's drift. ``merge``:
+        a value dragged through (``EnergyGraph.new_segment``)."""
+        self.graph.new_segment(label, merge)
         if self.world.ledger is not None:
             self.world.track_energy()
 

@@ -161,7 +161,7 @@ class Session:
                  on_segment: Callable[[str], None] | None = None,
                  on_clear: Callable[[], None] | None = None) -> None:
         self.on_message = on_message or (lambda text, error=False: None)
-        self.on_segment = on_segment or (lambda label: None)
+        self.on_segment = on_segment or (lambda label, merge=False: None)
         self.on_clear = on_clear or (lambda: None)
         self.paused = False
         self.speed = 1.0
@@ -510,7 +510,7 @@ class Session:
         self.h = 1.0 / hz
         if self.timestep != "replay":
             self.policy = self._make_policy(self.timestep)
-            self.on_segment(f"{hz:.0f} Hz")
+            self.on_segment(f"{hz:.0f} Hz", merge=True)
 
     def scale_hz(self, factor: float) -> None:
         self.set_hz(round(factor / self.policy.nominal_h))
