@@ -94,7 +94,11 @@ def test_a_session_replays_bit_for_bit_headless_and_in_the_window(tmp_path):
     app = App(scene_from_spec(parse_level(rep.level.text, "r"), path, None),
               size=(1280, 800), out_dir=tmp_path)
     app.session.play_replay(rep)
-    for _ in range(len(rep.frames) + 2):
+    app.frame(0.5)
+    state = app.hud_columns()[0][-1]
+    state = state[0] if isinstance(state, tuple) else state
+    assert f"REPLAY frame 1 of {len(rep.frames):,}" in state     # not a live session
+    for _ in range(len(rep.frames) + 1):
         app.frame(0.5)                                # the real frame time is ignored
     assert app.world.state_hash() == digest
     assert "bit for bit" in app.messages[-1][0]

@@ -304,3 +304,13 @@ def test_the_divergence_banner_is_not_under_the_panel(tmp_path, size):
     assert rect is not None and rect.right <= size[0] and rect.left >= 0
     if app.show_panel:
         assert not rect.colliderect(app.panel.container.get_abs_rect())
+
+
+def test_the_orbits_phase_portrait_starts_on_a_moon_not_the_sun(tmp_path):
+    app = ev.window_app("orbit", tmp_path, SIZE)
+    for _ in range(3):
+        app.frame(H)
+    p = app.world.particles
+    k = app.portrait.particle
+    assert k is not None and p.mass[k] < p.mass.max()          # not the heavy sun
+    assert np.hypot(*p.v[k]) > 0.5 * np.hypot(p.v[:, 0], p.v[:, 1]).max()

@@ -410,7 +410,10 @@ class App:
                 self._ghost_seen = s.ghost
             self.ghost_history.add(g.x, g.v)
         if self.portrait.particle is None and len(idx):
-            self.portrait.particle = int(idx[0])
+            # The fastest of them: the orbit's portrait started on the sun, which
+            # hardly moves (ties, a level at rest: the first).
+            speed = np.hypot(p.v[idx, 0], p.v[idx, 1])
+            self.portrait.particle = int(idx[int(np.argmax(speed))])
 
     _ghost_seen = None
 
@@ -705,8 +708,7 @@ class App:
             f"solver      {plural(cfg.iterations, 'iteration')} x "
             f"{plural(cfg.substeps, 'substep')}",
             self._links_line(),
-            ("state       PAUSED" + speed, WARN) if s.paused else
-            ("state       running" + speed, (150, 225, 150)),
+            self._state_line(speed),
         ]
         right = [
             f"bodies      {plural(view.n, 'particle')} · {plural(len(view.link_i), 'link')}"
@@ -722,6 +724,18 @@ class App:
         ]
         return [[_clip_line(t, HUD_CHARS) for t in left],
                 [_clip_line(t, HUD_CHARS) for t in right]]
+
+    def _state_line(self, speed: str) -> tuple:
+        """Running, paused, or playing a replay (frame k of n): the replay window looked
+        like a live session."""
+        s = self.session
+        if s.player is not None:
+            k, n = s.player["frame"], len(s.player["rep"].frames)
+            return (f"state       REPLAY frame {k:,} of {n:,}"
+                    + (" · paused" if s.paused else "") + speed, KEY)
+        if s.paused:
+            return ("state       PAUSED" + speed, WARN)
+        return ("state       running" + speed, (150, 225, 150))
 
     def _links_line(self) -> str | tuple:
         """How rigid links are solved, and whether the combination is symplectic."""

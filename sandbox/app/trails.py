@@ -198,9 +198,12 @@ class PhasePortrait:
                 pygame.draw.lines(surface, colours[which], False, xy, 1)
                 pygame.draw.circle(surface, colours[which], xy[-1], 3)
             line = font.get_linesize()
-            surface.blit(font.render(f"{q_name:>2} (across) {lo[0]:+.3g} .. {hi[0]:+.3g} m",
+            # The plot's axes, not directions in the world ("x (across)", "vx (up)" read
+            # like a direction the particle moves in).
+            surface.blit(font.render(f"horizontal axis: {q_name} {lo[0]:+.3g} .. {hi[0]:+.3g} m",
                                      True, colours["dim"]), (plot.x + 2, plot.bottom + 2))
-            surface.blit(font.render(f"v{q_name} (up) {lo[1]:+.3g} .. {hi[1]:+.3g} m/s", True,
-                                     colours["dim"]), (plot.x + 2, plot.bottom + 2 + line))
+            surface.blit(font.render(f"vertical axis: v{q_name} {lo[1]:+.3g} .. {hi[1]:+.3g} "
+                                     "m/s", True, colours["dim"]),
+                         (plot.x + 2, plot.bottom + 2 + line))
         finally:
             surface.set_clip(clip)
