@@ -174,3 +174,18 @@ def test_a_hotkey_changes_the_shown_choice_without_rebuilding_the_panel(app):
     ghost = app.panel.ghost.selected_option
     ghost = ghost[0] if isinstance(ghost, tuple) else ghost
     assert ghost == integrator_option(app.ghost.integrator.name)
+
+
+def test_the_level_picker_never_names_a_level_that_is_not_open(tmp_path):
+    """A world built in code (or a replay) showed "bridge", the list's first level."""
+    from sandbox.app.main import scene_from_world
+    from sandbox.sim.builders import build_rope
+    from sandbox.sim.world import World, WorldConfig
+
+    w = World(WorldConfig())
+    build_rope(w, (0.0, 0.0), (1.0, 0.0), 5)
+    a = ev.window_app(scene_from_world(w), tmp_path, SIZE)
+    a.frame(H)
+    shown = a.panel.level.selected_option
+    shown = shown[0] if isinstance(shown, tuple) else shown
+    assert shown == "(not a level file)"

@@ -170,7 +170,8 @@ class ControlPanel:
         self.level = UIDropDownMenu(levels, current if current in levels else levels[0],
                                     pygame.Rect(108, y, w - 100, 24), manager=m, container=c,
                                     expand_on_option_click=True, object_id=up)
-        self.actions[self.level] = lambda text: self.app.do("set_level", text)
+        self.actions[self.level] = lambda text: (
+            None if text.startswith("(") else self.app.do("set_level", text))
         self.sync(force=True)
 
     def _menu(self, attr: str, options: list[str], selected: str, rect: pygame.Rect,
@@ -227,10 +228,13 @@ class ControlPanel:
     def _level_name(self) -> str:
         """The open level's name in the picker (:func:`levels.level_label`), worked out
         once per level: ``sync`` asks every frame, the label resolves the file's path."""
-        source = self.app.session.scene.source
+        session = self.app.session
+        if session.player is not None:
+            return "(a replay)"         # the picker said "bridge", the list's first level
+        source = session.scene.source
         if self._label_of is None or self._label_of[0] != source:
             from ..levels import level_label
-            self._label_of = (source, level_label(source))
+            self._label_of = (source, level_label(source) or "(not a level file)")
         return self._label_of[1]
 
     def place(self, rect: pygame.Rect) -> None:
