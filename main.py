@@ -244,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("file", metavar="FILE", help="a .replay.json file")
     rp.add_argument("--headless", action="store_true", help="no window: run and check")
     rp.add_argument("--out", metavar="OUT.npz", default=None,
-                    help="with --headless: save t, h, x, v and energies like simulate")
+                    help="with --headless: save t, h, x, v and energies like simulate "
+                         "(never over the replay file; an existing file only with --force)")
+    rp.add_argument("--force", action="store_true", help="replace an existing --out file")
     rp.set_defaults(func=cmd_replay)
 
     check = sub.add_parser("check", help="validate level files; one line per file or error")

@@ -497,7 +497,8 @@ def run_replay(args: argparse.Namespace) -> int:
     except ReplayError as e:
         return _error(str(e), 1)
     out = Path(args.out) if args.out else None
-    if out is not None and (problem := _check_out(out, [Path(args.file)], force=True)):
+    if out is not None and (problem := _check_out(out, [Path(args.file)],
+                                                  force=getattr(args, "force", False))):
         return _error(problem, 1)
     rec = _Recorder() if out is not None else None
     try:

@@ -32,7 +32,12 @@ from .atomic import atomic_write_text
 FORMAT = "verlet-sandbox replay"
 VERSION = 1
 MAX_BYTES = 64 << 20                       # an hour at 60 fps with a busy hand is ~20 MB
-MAX_FRAMES = 10_000_000
+#: What a replay may ask for, checked before anything runs (a 64 MiB file of 7.5 M
+#: one-step frames would have run ~2 hours at 1.8 GB): frames (9 hours at 60 fps),
+#: inputs, and steps in all.
+MAX_FRAMES = 2_000_000
+MAX_EVENTS = 1_000_000
+MAX_TOTAL_STEPS = 4_000_000
 MAX_STEPS = 64                             # steps in one frame's plan
 #: The shortest step a replay may hold (s): a frame never lasts under a microsecond, and
 #: a step of 5e-324 s divided by zero.
@@ -63,7 +68,7 @@ class ReplayFile(_Model):
     frames: Annotated[list[Annotated[list[Annotated[Finite, Field(ge=MIN_STEP, le=10.0)]],
                                      Field(max_length=MAX_STEPS)]],
                       Field(max_length=MAX_FRAMES)]
-    events: Annotated[list[list], Field(max_length=MAX_FRAMES)]
+    events: Annotated[list[list], Field(max_length=MAX_EVENTS)]
     final_hash: Annotated[str, Field(max_length=128)] = ""
 
     @field_validator("events")
@@ -142,6 +147,12 @@ def load(path: str | os.PathLike) -> ReplayFile:
         raise ReplayError(f"{shown}: cannot read it ({e.strerror or e})") from None
     if len(data) > MAX_BYTES:
         raise ReplayError(f"{shown}: larger than {MAX_BYTES >> 20} MiB; not a replay file")
+    # Every frame and input is a JSON array: counting brackets bounds what parsing would
+    # build before it is built (10 M empty frames reached 1.5 GB); the level's text may
+    # hold up to its own size in brackets.
+    if data.count(b"[") > MAX_FRAMES + MAX_EVENTS + (1 << 20):
+        raise ReplayError(f"{shown}: more frames and inputs than a replay may hold (at most "
+                          f"{MAX_FRAMES:,} frames and {MAX_EVENTS:,} inputs)")
     try:
         table = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -156,6 +167,10 @@ def load(path: str | os.PathLike) -> ReplayFile:
         where = ".".join(str(x) for x in err.get("loc", ())) or "(file)"
         msg = str(err.get("msg", "invalid"))[:200].replace("\n", " ")
         raise ReplayError(f"{shown}: {where}: {msg}") from None
+    steps = sum(len(f) for f in rep.frames)
+    if steps > MAX_TOTAL_STEPS:
+        raise ReplayError(f"{shown}: asks for {steps:,} steps; a replay may take at most "
+                          f"{MAX_TOTAL_STEPS:,}")
     from .levels import LevelError, parse_level
     try:
         parse_level(rep.level.text, f"{shown} (its level)")

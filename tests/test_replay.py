@@ -194,3 +194,40 @@ def test_a_replay_the_world_refuses_is_one_line(tmp_path, events, text, fragment
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and fragment in r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_a_replay_asking_for_unbounded_work_is_refused_before_anything_runs(tmp_path):
+    """7.5 M one-step frames in a 64 MiB file would have run two hours at 1.8 GB; 10 M
+    empty frames reached 1.5 GB while parsing. Both are refused up front, in a bounded
+    time and memory, naming the limit."""
+    import resource
+
+    from sandbox import replay as R
+
+    many = tmp_path / "many.replay.json"
+    many.write_text(json.dumps({**GOOD, "frames": [[0.01] * 3] * (R.MAX_TOTAL_STEPS // 3
+                                                                   + 1)}))
+    empty = tmp_path / "empty.replay.json"
+    empty.write_bytes(b'{"format": "verlet-sandbox replay", "version": 1, "frames": ['
+                      + b"[]," * (R.MAX_FRAMES + R.MAX_EVENTS + (1 << 20)) + b"[]]}")
+    for path, fragment in ((many, "a replay may take at most"),
+                           (empty, "more frames and inputs than a replay may hold")):
+        r = subprocess.run([sys.executable, "main.py", "replay", str(path), "--headless"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(
+                               resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+        assert r.returncode == 1 and fragment in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_replay_out_never_replaces_a_file_without_force(tmp_path):
+    path, _ = record_session(tmp_path)
+    taken = tmp_path / "level.toml"
+    taken.write_text("keep me")
+    cmd = [sys.executable, "main.py", "replay", str(path), "--headless", "--out", str(taken)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "exists; --force replaces it" in r.stderr
+    assert taken.read_text() == "keep me"
+    r = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and taken.read_bytes()[:2] == b"PK"       # the archive
