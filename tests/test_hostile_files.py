@@ -85,3 +85,33 @@ def test_an_interrupted_write_leaves_nothing(tmp_path):
             raise KeyboardInterrupt
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.npz"]
+
+
+def test_f12_on_a_full_disk_leaves_no_screenshot_and_says_so(tmp_path, monkeypatch):
+    """pygame.image.save does not raise on a full disk: F12 left a truncated (once 0
+    byte) screenshot at its final name and said it was saved. The PNG is now encoded in
+    memory and written byte by byte; a write that fails leaves nothing and says why."""
+    import errno
+    import os
+
+    import events as ev
+    import pygame
+
+    app = ev.window_app("pendulums", tmp_path, (800, 600))
+    app.frame(1 / 60)
+    real = os.write
+
+    def full(fd, data):
+        if len(data) > 100:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    ev.press(pygame.K_F12)
+    app.frame(1 / 60)
+    monkeypatch.setattr(os, "write", real)
+    folder = tmp_path / "screenshots"
+    assert not folder.exists() or not any(folder.iterdir())       # no file, no temporary
+    errors = [m[0] for m in app.messages if m[2]]
+    assert errors and "No space left on device" in errors[-1]
+    assert not any(m[0].startswith("screenshot:") for m in app.messages)

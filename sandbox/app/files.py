@@ -13,6 +13,7 @@ replaces a file either. New files get ``0o666`` less the umask, applied by the k
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 import time
@@ -47,12 +48,24 @@ def save_png(surface, folder: Path, stem: str = "screenshot") -> Path:
     from ..atomic import place_new
 
     folder.mkdir(parents=True, exist_ok=True)
-    # The real extension: pygame picks the format from it. Created here, with the
-    # umask's mode; pygame then writes into it (an existing file keeps its mode).
+    # Encoded in memory and written by us, every byte checked: pygame.image.save to a
+    # path does not raise on a full disk, and a truncated screenshot (0 bytes once) was
+    # put at its final name and reported saved.
+    buf = io.BytesIO()
+    pygame.image.save(surface, buf, f"{stem}.png")     # the name hint picks PNG
+    data = buf.getvalue()
+    if not data.startswith(b"\x89PNG"):
+        raise OSError("the PNG could not be encoded")
     tmp = folder / f".{stem}-{secrets.token_hex(6)}.png"
-    os.close(os.open(tmp, _NEW, 0o666))
+    fd = os.open(tmp, _NEW, 0o666)
     try:
-        pygame.image.save(surface, str(tmp))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         for _ in range(1000):
             path = unique_path(folder, stem, ".png")
             try:
