@@ -1222,19 +1222,26 @@ def run_bench(args: argparse.Namespace) -> int:
         return 130
     print_report(report)
     written = []
-    if args.json:
-        write_json(Path(args.json), report)
-        written.append(args.json)
-    if args.csv:
-        write_csv(Path(args.csv), report["rows"])
-        written.append(args.csv)
-    if not args.no_save:
-        folder = Path(args.results_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = results_stem(report["machine"], opts)
-        write_json(folder / f"{stem}.json", report)
-        write_csv(folder / f"{stem}.csv", report["rows"])
-        written += [str(folder / f"{stem}.json"), str(folder / f"{stem}.csv")]
+    try:
+        if args.json:
+            write_json(Path(args.json), report)
+            written.append(args.json)
+        if args.csv:
+            write_csv(Path(args.csv), report["rows"])
+            written.append(args.csv)
+        if not args.no_save:
+            folder = Path(args.results_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            stem = results_stem(report["machine"], opts)
+            write_json(folder / f"{stem}.json", report)
+            write_csv(folder / f"{stem}.csv", report["rows"])
+            written += [str(folder / f"{stem}.json"), str(folder / f"{stem}.csv")]
+    except OSError as e:          # a full disk, a read-only folder: one line, exit 1
+        for w in written:
+            print(f"wrote {w}")
+        print(f"error: cannot write {e.filename or 'the results'}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
     for w in written:
         print(f"wrote {w}")
     return 0

@@ -115,3 +115,36 @@ def test_f12_on_a_full_disk_leaves_no_screenshot_and_says_so(tmp_path, monkeypat
     errors = [m[0] for m in app.messages if m[2]]
     assert errors and "No space left on device" in errors[-1]
     assert not any(m[0].startswith("screenshot:") for m in app.messages)
+
+
+def test_experiment_and_bench_on_a_full_disk_say_one_line_and_exit_1(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A full disk or a read-only folder under experiment --out or bench --json ended in
+    a raw OSError traceback."""
+    import argparse
+    import errno
+
+    from sandbox import bench
+    from sandbox.lab import experiments
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.csv"))
+
+    monkeypatch.setattr(experiments, "run", full)
+    args = argparse.Namespace(name="convergence", seed=0, jobs=1, quick=True,
+                              scheduler=None, seeds=None)
+    assert experiments.command(args, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "x.csv" in err
+
+    monkeypatch.setattr(bench, "run_table", lambda opts: {"rows": [], "machine": {}})
+    monkeypatch.setattr(bench, "print_report", lambda report: None)
+    monkeypatch.setattr(bench, "write_json", full)
+    args = argparse.Namespace(list=False, profile=None, quick=True, only="rope1000",
+                              rounds=None, frames=None, no_pymunk=True, load=0,
+                              threads="1", no_cref=True, startup=False,
+                              json=str(tmp_path / "b.json"), csv=None, no_save=True,
+                              results_dir=str(tmp_path))
+    assert bench.run_bench(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err

@@ -834,6 +834,11 @@ def command(args, out: Path) -> int:
     except (SweepError, ConnectionError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:          # a full disk, a read-only or vanished output folder
+        where = e.filename or out
+        print(f"error: cannot write {where}: {e.strerror or e}; finished sweep parts are "
+              "kept for the next run to resume", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
