@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,25 +92,59 @@ class ReplayFile(_Model):
 
 
 class SessionLog:
-    """What a session did, frame by frame (see the module docstring)."""
+    """What a session did, frame by frame (see the module docstring).
+
+    The frames are kept compact, as one array of steps and one of where each frame
+    ends (8 bytes a frame and 8 a step: a frame as a Python list of floats cost ~100
+    bytes, and a window left open grew ~0.9 MiB a minute, paused frames included).
+    Past ``MAX_FRAMES`` (9 hours at 60 fps) the session stops recording, says it can no
+    longer be replayed, and lets the arrays go: the log never grows without bound."""
 
     def __init__(self, level_name: str, level_text: str | None) -> None:
         self.level_name = level_name
         self.level_text = level_text
-        self.frames: list[list[float]] = []
+        self._steps = array("d")
+        self._ends = array("q")
         self.events: list[list] = []
         self.broken: str | None = None if level_text is not None else (
             "the world was not built from a level")
+        self._stopped = False                 # past the limits: nothing more is kept
 
     @property
     def frame(self) -> int:
-        return len(self.frames)
+        return len(self._ends)
+
+    @property
+    def frames(self) -> list[list[float]]:
+        """Every frame's steps, as lists (for the file)."""
+        steps, out, start = self._steps, [], 0
+        for end in self._ends:
+            out.append(steps[start:end].tolist())
+            start = end
+        return out
 
     def record(self, op: str, *args) -> None:
+        if self._stopped:
+            return
+        if len(self.events) >= MAX_EVENTS:
+            self._too_long(f"more than {MAX_EVENTS:,} inputs")
+            return
         self.events.append([self.frame, op, *[_plain(a) for a in args]])
 
     def step(self, plan: list[float]) -> None:
-        self.frames.append([float(h) for h in plan])
+        if self._stopped:
+            return
+        if len(self._ends) >= MAX_FRAMES:
+            self._too_long(f"longer than {MAX_FRAMES:,} frames")
+            return
+        self._steps.extend(float(h) for h in plan)
+        self._ends.append(len(self._steps))
+
+    def _too_long(self, why: str) -> None:
+        if self.broken is None:
+            self.broken = f"the session is {why}, more than a replay may hold"
+        self._stopped = True
+        self._steps, self._ends, self.events = array("d"), array("q"), []
 
     def to_json(self, final_hash: str = "") -> str:
         if self.broken:

@@ -231,3 +231,25 @@ def test_replay_out_never_replaces_a_file_without_force(tmp_path):
     r = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and taken.read_bytes()[:2] == b"PK"       # the archive
+
+
+def test_a_session_log_stays_small_and_stops_at_the_replay_limits(monkeypatch):
+    """A window left open grew ~0.9 MiB a minute, the replay log's frames among it (a
+    Python list of floats a frame, paused frames too). Frames are kept as arrays (16
+    bytes a one-step frame), and past the limits the log stops and says why."""
+    from sandbox import replay as R
+
+    log = R.SessionLog("t", "")
+    for k in range(36_000):                       # ten minutes at 60 fps
+        log.step([1 / 60] if k % 2 else [])
+    assert log.frame == 36_000 and log.frames[1] == [1 / 60] and log.frames[0] == []
+    assert log._steps.itemsize * len(log._steps) + log._ends.itemsize * len(log._ends) \
+        < 16 * 36_000
+    monkeypatch.setattr(R, "MAX_FRAMES", 100)
+    short = R.SessionLog("t", "")
+    for _ in range(150):
+        short.step([0.01])
+        short.record("release")
+    assert "longer than 100 frames" in short.broken and short.frame == 0
+    with pytest.raises(R.ReplayError, match="more than a replay may hold"):
+        short.to_json()
