@@ -387,32 +387,50 @@ def _reset(world, level, args):
     return world
 
 
-def _then(world, _done):
-    """``world``, after the call written as its second argument (an input that changes
-    the world in place)."""
+def _drag(world, level, args):
+    world.drag_to(args)
     return world
+
+
+def _release(world, level, args):
+    world.release()
+    return world
+
+
+def _cut(world, level, args):
+    world.cut(args[:2], args[2:])
+    return world
+
+
+def _integrator(world, level, args):
+    world.set_integrator(args[0])
+    return world
+
+
+def _constraints(world, level, args):
+    world.set_constraint_method(args[0])
+    return world
+
+
+def _configure(world, level, args):
+    return _configured(world, iterations=int(args[0]), substeps=int(args[1]))
 
 
 #: Every operation a replay file may hold, by the name it is written under. The window's
 #: session records them (``SessionLog.record``), the file's check and playback read them.
 OPS: dict[str, Op] = {
     "grab": Op("[x, y, pick radius]", (_coordinate, _coordinate, _radius), _grab),
-    "drag": Op("[x, y]", (_coordinate, _coordinate),
-               lambda w, lv, a: _then(w, w.drag_to(a))),
-    "release": Op("[]", (), lambda w, lv, a: _then(w, w.release())),
-    "cut": Op("[x0, y0, x1, y1]", (_coordinate,) * 4,
-              lambda w, lv, a: _then(w, w.cut(a[:2], a[2:]))),
+    "drag": Op("[x, y]", (_coordinate, _coordinate), _drag),
+    "release": Op("[]", (), _release),
+    "cut": Op("[x0, y0, x1, y1]", (_coordinate,) * 4, _cut),
     "pin": Op("[x, y, pick radius]", (_coordinate, _coordinate, _radius), _pin),
-    "integrator": Op("[integrator]", (_one_of(_integrators, "an integrator"),),
-                     lambda w, lv, a: _then(w, w.set_integrator(a[0]))),
-    "constraints": Op("[method]", (_one_of(_methods, "a constraint method"),),
-                      lambda w, lv, a: _then(w, w.set_constraint_method(a[0]))),
+    "integrator": Op("[integrator]", (_one_of(_integrators, "an integrator"),), _integrator),
+    "constraints": Op("[method]", (_one_of(_methods, "a constraint method"),), _constraints),
     "set": Op("[setting, value]", (lambda a: None, lambda a: None), _set,
               together=_set_args),
     # Iterations and substeps, as files before "set" wrote them.
     "configure": Op("[iterations, substeps]", (_setting("iterations"), _setting("substeps")),
-                    lambda w, lv, a: _configured(w, iterations=int(a[0]),
-                                                 substeps=int(a[1]))),
+                    _configure),
     "reset": Op("[integrator, iterations, substeps, h]",
                 (_one_of(_integrators, "an integrator"), _setting("iterations"),
                  _setting("substeps"), _step), _reset),

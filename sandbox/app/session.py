@@ -336,11 +336,10 @@ class Session:
         """A copy of the particles' state every ``CHECKPOINT_S`` (the oldest's buffers
         reused: ~0.05 ms for 40,000 particles), with its energy gain over the start."""
         p, cps = self.world.particles, self._checkpoints
-        if cps and (p.t - cps[-1][1].t < self.CHECKPOINT_S or cps[-1][1].x.shape
-                    != p.x.shape):
-            if cps[-1][1].x.shape == p.x.shape:
-                return
+        if cps and cps[-1][1].x.shape != p.x.shape:
             cps.clear()                                  # particles were added: anew
+        elif cps and p.t - cps[-1][1].t < self.CHECKPOINT_S:
+            return
         old = cps.pop(0)[1] if len(cps) >= self.CHECKPOINTS else None
         cps.append((total - self._e_ref, p.copy(into=old)))
 
