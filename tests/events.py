@@ -68,6 +68,10 @@ def wheel(y: int, pos=(0, 0)) -> pygame.event.Event:
                               pos=_pos(pos), window=None)
 
 
+def text_input(text: str) -> pygame.event.Event:
+    return pygame.event.Event(pygame.TEXTINPUT, text=text, window=None)
+
+
 def window_size_changed(w: int, h: int) -> pygame.event.Event:
     return pygame.event.Event(pygame.WINDOWSIZECHANGED, x=w, y=h, window=None)
 
@@ -81,6 +85,7 @@ BUILDERS = {
     "MouseMotion": lambda: motion((1, 2)),
     "MouseWheel": lambda: wheel(1),
     "WindowSizeChanged": lambda: window_size_changed(10, 20),
+    "TextInput": lambda: text_input("a"),
 }
 
 

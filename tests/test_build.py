@@ -267,3 +267,19 @@ def test_a_saved_level_is_named_as_saved_not_as_its_source(app):
     level = load_level(path)
     assert level.name == "my ramp" and level.hint == ""
     assert level.description == "Built in the sandbox from Chaos: double pendulum."
+
+
+def test_typing_in_the_save_dialog_replaces_the_suggested_name(app):
+    """Under Xvfb, "xvfb ramp" typed after Ctrl+S saved my_levelxvfb_ramp.toml: the
+    suggestion was not selected, so typing appended to it."""
+    app.do("set_tool", "box")
+    drag(app, (0.3, -1.0), (1.3, -0.7))
+    app.do("save_level")
+    app.frame(H)
+    for ch in "ramp":
+        key = getattr(pygame, f"K_{ch}")
+        ev.post(ev.key_down(key, 0, ch), ev.text_input(ch), ev.key_up(key, 0, ch))
+        app.frame(H)
+    ev.post(ev.key_down(pygame.K_RETURN), ev.key_up(pygame.K_RETURN))
+    app.frame(H)
+    assert (app.out_dir / "levels" / "ramp.toml").exists()

@@ -450,6 +450,10 @@ class ControlPanel:
                                 container=win)
         entry.set_text(name)
         self.manager.set_focus_set(entry)               # the keyboard types the name
+        # The suggestion selected, as a save dialog does: typing replaces it (in the
+        # real window "xvfb ramp" typed after Ctrl+S was saved as my_levelxvfb_ramp).
+        entry.select_range = [0, len(name)]
+        entry.edit_position = len(name)
         ok = UIButton(pygame.Rect(320, 30, 90, 28), "Save", manager=self.manager,
                       container=win)
         self.actions[ok] = self.dialog_save

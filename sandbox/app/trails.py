@@ -200,10 +200,9 @@ class PhasePortrait:
             line = font.get_linesize()
             # The plot's axes, not directions in the world ("x (across)", "vx (up)" read
             # like a direction the particle moves in).
-            surface.blit(font.render(f"horizontal axis: {q_name} {lo[0]:+.3g} .. {hi[0]:+.3g} m",
+            surface.blit(font.render(f"horiz: {q_name} {lo[0]:+.3g} .. {hi[0]:+.3g} m",
                                      True, colours["dim"]), (plot.x + 2, plot.bottom + 2))
-            surface.blit(font.render(f"vertical axis: v{q_name} {lo[1]:+.3g} .. {hi[1]:+.3g} "
-                                     "m/s", True, colours["dim"]),
-                         (plot.x + 2, plot.bottom + 2 + line))
+            surface.blit(font.render(f"vert: v{q_name} {lo[1]:+.3g} .. {hi[1]:+.3g} m/s",
+                                     True, colours["dim"]), (plot.x + 2, plot.bottom + 2 + line))
         finally:
             surface.set_clip(clip)
