@@ -48,6 +48,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .atomic import FileTooLarge, atomic_write_text, read_bounded
+from .resources import levels_dir
 from .sim import builders
 from .sim.collide.shapes import SHAPE_SETS, ShapeSet
 from .sim.integrators import INTEGRATORS
@@ -56,8 +57,9 @@ from .sim.timestep import TIMESTEPS, TimestepPolicy, make_policy
 if TYPE_CHECKING:
     from .sim.world import World
 
-ROOT = Path(__file__).resolve().parent.parent
-LEVELS_DIR = ROOT / "levels"
+#: The shipped levels: the checkout's ``levels/``, or the installed package's copy
+#: (:mod:`sandbox.resources`).
+LEVELS_DIR = levels_dir()
 #: The benchmark's scenes: ``levels/bench/<name>.toml``, found as ``bench:<name>``.
 BENCH_DIR = LEVELS_DIR / "bench"
 BENCH_PREFIX = "bench:"

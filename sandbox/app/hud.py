@@ -6,10 +6,10 @@ energy graph is ``graph.py``.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pygame
 
+from ..resources import assets_dir
 from .keymap import MOUSE_HELP, help_lines
 from .render import STRAIN_LABELS, STRAIN_RGB
 
@@ -28,8 +28,9 @@ MARKER = (180, 140, 255)
 
 _MONO = "dejavusansmono,notosansmono,liberationmono,menlo,consolas,couriernew,monospace"
 #: The shipped font (``assets/fonts``, with its licence): the HUD looks and lines up the
-#: same on every machine instead of taking whatever system font is there.
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+#: same on every machine instead of taking whatever system font is there. The folder:
+#: the checkout's ``assets/`` or the installed package's copy (:mod:`sandbox.resources`).
+ASSETS = assets_dir()
 FONT_FILES = {False: ASSETS / "fonts" / "DejaVuSansMono.ttf",
               True: ASSETS / "fonts" / "DejaVuSansMono-Bold.ttf"}
 
