@@ -92,9 +92,17 @@ def test_help_and_headless_commands_import_no_window_nor_plotting(args):
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
-def test_top_level_help_imports_nothing_of_the_sandbox():
-    loaded = _modules_after("--help")
-    assert not loaded & {"sandbox", "numpy", "numba", "pydantic"}, loaded
+def test_top_level_help_and_version_import_only_the_command_line():
+    for args in (["--help"], ["--version"]):
+        loaded = _modules_after(*args)
+        assert not loaded & {"numpy", "numba", "pydantic", *HEAVY}, loaded
+    code = ("import sys, runpy\nsys.argv = ['main.py', '--help']\ntry:\n"
+            "    runpy.run_path('main.py', run_name='__main__')\nexcept SystemExit:\n"
+            "    pass\nprint('SANDBOX', *sorted(m for m in sys.modules if "
+            "m.startswith('sandbox')))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.stdout.splitlines()[-1].split() == ["SANDBOX", "sandbox", "sandbox.cli"], r.stdout
 
 
 @pytest.mark.parametrize("args, flag, good", [
@@ -113,8 +121,7 @@ def test_a_typo_in_a_choice_gets_argparse_error_listing_valid_values(args, flag,
 
 
 def test_valid_choices_parse():
-    sys.path.insert(0, str(ROOT))
-    from main import build_parser
+    from sandbox.cli import build_parser
     a = build_parser().parse_args(["play", "rope", "--integrator", "rk4", "--timestep", "random"])
     assert (a.level, a.integrator, a.timestep) == ("rope", "rk4", "random")
 
