@@ -2,13 +2,18 @@
 
 Each prints exactly one clean line per outcome, never a traceback, and quotes names and
 file contents with :func:`sandbox.levels.printable` (no control characters, no
-undecodable bytes, bounded). Exit codes:
+undecodable bytes, bounded). Exit codes, the command line's convention (``--help``):
 
-``check``     0 every file is valid, 1 any is not, 130 interrupted.
-``simulate``  0 written; 2 bad input (level, options, --out that exists or is an input,
-              a run whose archive would not fit the memory budget); 3 diverged: the
-              run stopped at the last finite state, which was saved; 130 interrupted
+``check``     0 every file is valid, 2 any is not (bad input), 130 interrupted.
+``simulate``  0 written; 1 the run failed: it diverged (it stopped at the last finite
+              state, which was saved), ran out of memory, or its archive could not be
+              written; 2 bad input (level, options, --out that exists or is an input,
+              a run whose archive would not fit the memory budget); 130 interrupted
               (Ctrl-C): the finished steps were saved.
+``replay``    0 the recorded final state, bit for bit; 1 another state (the claim did
+              not hold) or the archive could not be written; 2 a file that cannot be
+              used (malformed, hostile, its level or inputs refused), an --out that
+              exists or is the replay.
 
 Nothing at an existing path is replaced unless asked (``--force``), an input never is,
 and the archive is written to a temporary file and placed when complete.
@@ -71,7 +76,8 @@ def run_check(paths: list[str]) -> int:
     build it (links to particles that do not exist, non-finite derived numbers and
     overlapping contacts are only found that way).
 
-    Prints ``ok  <path>`` or the error lines of each; 1 if any failed, else 0.
+    Prints ``ok  <path>`` or the error lines of each; 2 (bad input) if any failed,
+    else 0.
     """
     _streams()
     try:
@@ -98,7 +104,7 @@ def run_check(paths: list[str]) -> int:
                 print(f"ok  {_show(path)}")
     except KeyboardInterrupt:
         return _error("interrupted", _INTERRUPTED)
-    return 1 if failed else 0
+    return 2 if failed else 0
 
 
 # --------------------------------------------------------------------------- recording
@@ -338,7 +344,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         return _error("interrupted; nothing written", _INTERRUPTED)
     except MemoryError:
         return _error("out of memory; nothing written (a smaller run: fewer --steps, "
-                      "--every K, --dtype float32)", 2)
+                      "--every K, --dtype float32)", 1)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -443,7 +449,7 @@ def _simulate(args: argparse.Namespace) -> int:
                     if stop.asked:
                         raise _Stopped
         except SimulationDiverged as e:
-            code, why = 3, str(e)
+            code, why = 1, str(e)
             rec.finish(world)               # a diverged world was restored: finite
         except _Stopped:
             code, why = _INTERRUPTED, f"interrupted at t = {world.t:.4f} s"
@@ -463,9 +469,9 @@ def _simulate(args: argparse.Namespace) -> int:
             _save_npz(out, data, replace=force)
         except FileExistsError:
             return _error(f"--out {_show(out)} appeared while the run went on; it was kept, "
-                          "nothing written (--force replaces it)", 2)
+                          "nothing written (--force replaces it)", 1)
         except OSError as e:
-            return _error(f"cannot write {_show(out)}: {e.strerror or e}", 2)
+            return _error(f"cannot write {_show(out)}: {e.strerror or e}", 1)
         except KeyboardInterrupt:
             return _error(f"{why or 'interrupted'}; interrupted again while writing "
                           f"{_show(out)}: nothing written", _INTERRUPTED)
@@ -473,8 +479,8 @@ def _simulate(args: argparse.Namespace) -> int:
     wrote = (f"wrote {_show(out)}: {rec.steps} steps{kept}, {world.n} particles, "
              f"t = {float(data['t'][-1]) if rec.count else 0.0:.4f} s, "
              f"{out.stat().st_size / 1e6:.1f} MB")
-    if code == 3:
-        return _error(f"{why}; kept the {rec.steps} steps before it: {wrote}", 3)
+    if code == 1:
+        return _error(f"{why}; kept the {rec.steps} steps before it: {wrote}", 1)
     if code == _INTERRUPTED:
         return _error(f"{why}; kept the {rec.steps} finished steps: {wrote}", _INTERRUPTED)
     print(wrote)
@@ -487,7 +493,7 @@ def run_replay(args: argparse.Namespace) -> int:
     """``replay FILE --headless [--out OUT.npz]``: rebuild the recorded level, apply the
     recorded inputs before the recorded steps, print the final state hash and whether it
     is the recorded one (exit 0) or not (exit 1). A file that cannot be used is one
-    error line and exit 1; nothing runs."""
+    error line and exit 2; nothing runs."""
     _streams()
     cores.set_meter(LoadMeter())      # as the app: spread the sweep only while cores are free
     from .replay import ReplayError, load, play
@@ -495,16 +501,16 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         rep = load(args.file)
     except ReplayError as e:
-        return _error(str(e), 1)
+        return _error(str(e), 2)
     out = Path(args.out) if args.out else None
     if out is not None and (problem := _check_out(out, [Path(args.file)],
                                                   force=getattr(args, "force", False))):
-        return _error(problem, 1)
+        return _error(problem, 2)
     rec = _Recorder() if out is not None else None
     try:
         world = play(rep, on_step=rec.sample if rec is not None else None)
     except ReplayError as e:
-        return _error(str(e), 1)
+        return _error(str(e), 2)
     digest = world.state_hash()
     same = digest == rep.final_hash
     if rec is not None:

@@ -633,16 +633,16 @@ def test_ghost_agrees_while_integrators_agree_and_differs_after_a_switch(app):
 
 # --------------------------------------------------------------------------- never crash
 
-def test_a_bad_level_returns_1_with_the_loaders_message(tmp_path, capsys):
-    assert run_app("no_such_level") == 1
+def test_a_bad_level_returns_2_with_the_loaders_message(tmp_path, capsys):
+    assert run_app("no_such_level") == 2          # bad input, as simulate says it
     err = capsys.readouterr().err
     assert "no_such_level" in err and "Traceback" not in err
     bad = tmp_path / "bad.toml"
     bad.write_text("[world]\niterations = -3\n")
-    assert run_app(str(bad)) == 1
+    assert run_app(str(bad)) == 2
     err = capsys.readouterr().err
     assert "bad.toml" in err and "world.iterations" in err and "Traceback" not in err
-    assert run_app("cloth", integrator="rk5") == 1
+    assert run_app("cloth", integrator="rk5") == 2
     assert "rk5" in capsys.readouterr().err
 
 

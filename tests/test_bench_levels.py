@@ -228,7 +228,7 @@ def _main(*args, timeout=120):
 
 def test_check_and_simulate_take_bench_names(tmp_path):
     r = _main("check", "bench:cloth50", "bench:pile2000", "bench:nope")
-    assert r.returncode == 1
+    assert r.returncode == 2
     lines = r.stdout.splitlines()
     assert lines[:2] == ["ok  levels/bench/cloth50.toml", "ok  levels/bench/pile2000.toml"]
     assert len(lines) == 3 and lines[2].startswith("bench:nope: unknown benchmark scene")

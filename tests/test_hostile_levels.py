@@ -95,7 +95,7 @@ def test_check_gives_each_hostile_file_one_clean_line_and_changes_nothing(hostil
                        capture_output=True, timeout=90,
                        env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
     took = time.monotonic() - t0
-    assert r.returncode == 1, r.stderr.decode(errors="replace")
+    assert r.returncode == 2, r.stderr.decode(errors="replace")
     assert r.stderr == b""
     out = r.stdout.decode("utf-8")                         # strict: valid UTF-8
     lines = out.splitlines()

@@ -92,12 +92,12 @@ def test_a_new_archive_gets_the_umask_mode(tmp_path):
     assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o640
 
 
-def test_a_diverged_run_saves_the_last_finite_state_and_exits_3(tmp_path):
+def test_a_diverged_run_saves_the_last_finite_state_and_exits_1(tmp_path):
     level = tmp_path / "diverges.toml"
     level.write_text(DIVERGES)
     out = tmp_path / "run.npz"
     code, line = _run("simulate", level, "--steps", "1000", "--every", "7", "--out", out)
-    assert code == 3 and line.startswith("error: simulation diverged at t = "), line
+    assert code == 1 and line.startswith("error: simulation diverged at t = "), line
     assert f"wrote {out}" in line
     data = load_finite(out)
     steps = data["h"].size

@@ -439,13 +439,13 @@ def test_check_cli_accepts_every_shipped_level():
     assert r.stdout.splitlines() == [f"ok  {f}" for f in files]
 
 
-def test_check_cli_reports_bad_files_and_exits_1(tmp_path):
+def test_check_cli_reports_bad_files_and_exits_2(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[[bodies]]\ntype = 'cloth'\ncols = -3\n[world]\nh = nan\n")
     broken = tmp_path / "broken.toml"
     broken.write_bytes(b"a = " + b"[" * 10_000)
     r = _main("check", "levels/cloth.toml", str(bad), str(broken), str(tmp_path / "gone.toml"))
-    assert r.returncode == 1
+    assert r.returncode == 2                    # bad input, as everywhere on the command line
     out = r.stdout + r.stderr
     assert "Traceback" not in out
     assert r.stdout.splitlines() == [
@@ -566,7 +566,7 @@ def test_simulate_reports_divergence_and_keeps_the_partial_run(tmp_path, monkeyp
     out = tmp_path / "partial.npz"
     args = argparse.Namespace(level="orbit", steps=10, integrator=None, timestep=None,
                               dt=None, seed=None, out=str(out))
-    assert headless.run_simulate(args) == 3
+    assert headless.run_simulate(args) == 1              # the run failed
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "simulation diverged" in err and "kept the 3 steps" in err
     d = np.load(out)

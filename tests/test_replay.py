@@ -169,7 +169,7 @@ def test_a_hostile_replay_file_is_one_line_and_nothing_runs(tmp_path, text, frag
     r = subprocess.run([sys.executable, "main.py", "replay", str(bad), "--headless",
                         "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
                        timeout=60)
-    assert r.returncode == 1 and not out.exists()
+    assert r.returncode == 2 and not out.exists()
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
@@ -192,7 +192,7 @@ def test_a_replay_the_world_refuses_is_one_line(tmp_path, events, text, fragment
                                "frames": [[0.01]] * 3, "events": events}))
     r = subprocess.run([sys.executable, "main.py", "replay", str(bad), "--headless"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and fragment in r.stderr
+    assert r.returncode == 2 and fragment in r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
@@ -216,7 +216,7 @@ def test_a_replay_asking_for_unbounded_work_is_refused_before_anything_runs(tmp_
                            cwd=ROOT, capture_output=True, text=True, timeout=120,
                            preexec_fn=lambda: resource.setrlimit(
                                resource.RLIMIT_AS, (3 << 30, 3 << 30)))
-        assert r.returncode == 1 and fragment in r.stderr, r.stderr
+        assert r.returncode == 2 and fragment in r.stderr, r.stderr
         assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
@@ -226,7 +226,7 @@ def test_replay_out_never_replaces_a_file_without_force(tmp_path):
     taken.write_text("keep me")
     cmd = [sys.executable, "main.py", "replay", str(path), "--headless", "--out", str(taken)]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1 and "exists; --force replaces it" in r.stderr
+    assert r.returncode == 2 and "exists; --force replaces it" in r.stderr
     assert taken.read_text() == "keep me"
     r = subprocess.run(cmd + ["--force"], cwd=ROOT, capture_output=True, text=True,
                        timeout=120)

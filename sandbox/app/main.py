@@ -961,8 +961,9 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
             replay: str | None = None) -> int:
     """Open the window on ``level`` (default: playground) until closed, or for ``frames``
     frames when > 0; clips (C) are recorded at ``clip_fps`` and ``clip_width`` px wide
-    at most; ``replay``: play that replay file instead. Returns 0, or 1 after printing
-    why a level or a replay file could not be used."""
+    at most; ``replay``: play that replay file instead. Returns 0; 2 after printing
+    why a level or a replay file could not be used (bad input); 1 when the window could
+    not be opened (the command line's exit statuses)."""
     rep = None
     try:
         if replay is not None:
@@ -977,7 +978,7 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
                                      timestep=timestep)
     except Exception as e:   # LevelError, ReplayError, ValueError: a line, no traceback
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2
     cores.set_meter(LoadMeter())      # the compiled sweep spreads only while cores are free
     # X11 window class (window managers, xdotool search --classname); SDL reads it when
     # the window opens. pygame sets it to the script name ("main.py") on import.
