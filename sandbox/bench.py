@@ -625,7 +625,8 @@ STARTUP_LEVEL = "playground"
 
 def time_startup(level: str = STARTUP_LEVEL, runs: int = 3,
                  compile_all: bool = True) -> dict[str, Any]:
-    """Seconds from launching ``main.py play LEVEL --frames 1`` to its exit, in a new
+    """Seconds from launching ``python -m sandbox play LEVEL --frames 1`` (what
+    ``main.py`` and ``verlet-sandbox`` run) to its exit, in a new
     process with SDL's dummy video driver: launch, imports, the level, the first frame
     drawn, then closing (an upper bound of launch to first frame). ``cold``: each run
     with its own empty kernel cache (``NUMBA_CACHE_DIR``), as on a fresh install;
@@ -638,7 +639,7 @@ def time_startup(level: str = STARTUP_LEVEL, runs: int = 3,
 
     base = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
     base["SDL_VIDEODRIVER"] = "dummy"
-    cmd = [sys.executable, str(ROOT / "main.py"), "play", level, "--frames", "1"]
+    cmd = [sys.executable, "-m", "sandbox", "play", level, "--frames", "1"]
 
     def once(env: dict[str, str]) -> float:
         t0 = time.perf_counter()
@@ -1105,7 +1106,7 @@ def print_report(report: dict, out=sys.stdout) -> None:
             p(f"start-up: not timed ({startup['error']})")
         else:
             runs = lambda xs: ", ".join(f"{x:.2f}" for x in xs)   # noqa: E731
-            p(f"start-up (python main.py play {startup['level']} --frames 1, launch to exit "
+            p(f"start-up (python -m sandbox play {startup['level']} --frames 1, launch to exit "
               f"after the first frame, dummy video driver): empty kernel cache "
               f"{startup['cold_s']:.2f} s [{runs(startup['cold_runs'])}], warm "
               f"{startup['warm_s']:.2f} s [{runs(startup['warm_runs'])}]")
@@ -1201,6 +1202,13 @@ def run_bench(args: argparse.Namespace) -> int:
     if opts.load < 0 or opts.threads not in ("auto", "1", "2"):
         print("error: --load must be >= 0 and --threads auto, 1 or 2", file=sys.stderr)
         return 2
+    if opts.pymunk:                 # the table's point is the comparison: say what is missing
+        from .extras import MissingExtra, require
+        try:
+            require("bench", "the bench's comparison (bench --no-pymunk runs without it)")
+        except MissingExtra as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     try:
         for sc in select(opts.only, opts.quick):
             _ = sc.level                # every scene's file read and valid, or stop here

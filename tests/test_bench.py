@@ -275,7 +275,7 @@ def test_startup_is_timed_in_new_processes_cold_and_warm():
     assert len(r["cold_runs"]) == len(r["warm_runs"]) == 1
     assert 0.1 < r["cold_s"] < 300 and 0.1 < r["warm_s"] < 300
     bad = bench.time_startup(level="no_such_level", runs=1, compile_all=False)
-    assert "error" in bad and "exited 1" in bad["error"] and "no_such_level" in bad["error"]
+    assert "error" in bad and "exited 2" in bad["error"] and "no_such_level" in bad["error"]
     checked = {t["metric"]: t for t in (t.check({"startup": {**r, "status": "ok"}})
                                         for t in bench.TARGETS if t.scenario == "startup")}
     assert set(checked) == {"cold_s", "warm_s", "compile_cpu_s"}

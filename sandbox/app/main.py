@@ -34,6 +34,7 @@ import numpy as np
 import pygame
 
 from .. import warmup
+from ..extras import MissingExtra, require
 from ..load import LoadMeter
 from ..sim import backend, cores
 from ..sim.collide.shapes import SHAPE_SETS
@@ -60,6 +61,7 @@ from .hud import (
 from .input import Input
 from .panel import WIDTH as PANEL_WIDTH
 from .panel import ControlPanel
+from .record import MODULES as CLIP_MODULES
 from .record import ClipRecorder
 from .render import BACKGROUND, WorldRenderer
 from .session import (  # noqa: F401 - re-exported: the app's public scene API
@@ -611,6 +613,11 @@ class App:
         if self.recorder.recording:
             self.recorder.stop()
             self.message(f"stopped: finishing {self.recorder.path.name}")
+            return
+        try:                            # an install without the clips extra: say what adds it
+            require("clips", f"{fmt.upper()} clips", CLIP_MODULES[fmt])
+        except MissingExtra as e:
+            self.message(str(e), error=True, seconds=10.0)
             return
         path = self.recorder.start(self.size, fmt)
         w, h = self.recorder.size

@@ -29,6 +29,8 @@ import pygame
 from . import files
 
 FORMATS = {"mp4": ".mp4", "gif": ".gif"}
+#: What each format's writer imports (the ``clips`` extra: ``sandbox.extras``).
+MODULES = {"mp4": ("imageio", "imageio_ffmpeg"), "gif": ("imageio", "PIL")}
 DEFAULT_FPS = 30
 DEFAULT_WIDTH = 960
 QUEUE_SECONDS = 2.0

@@ -801,13 +801,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
 )}
 
 
+def _check_name(name: str) -> None:
+    if name != "all" and name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(EXPERIMENTS)}, all")
+
+
 def run(name: str, ctx: Context) -> list[Result]:
     """Run one experiment by name, or every one for ``all`` (which also writes the report).
 
     Their sweeps share one runner (one local cluster, or one connection), closed at the end.
     """
-    if name != "all" and name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; valid: {', '.join(EXPERIMENTS)}, all")
+    _check_name(name)
     try:
         if name == "all":
             results = [e.run(ctx) for e in EXPERIMENTS.values()]
@@ -822,10 +826,27 @@ def run(name: str, ctx: Context) -> list[Result]:
 
 def command(args, out: Path) -> int:
     """``main.py experiment``: run, print what was written; exit 1 on a failed sweep or an
-    unusable cluster, 2 on an unknown name, 130 when interrupted (results kept)."""
+    unusable cluster, 2 on an unknown name or a missing optional package (matplotlib
+    always; Dask for ``--scheduler`` or ``--jobs N`` > 1), 130 when interrupted (results
+    kept). Without Dask the default (all cores) runs the sweeps serially, and says so."""
+    from ..extras import MissingExtra, available, require
     from .sweep import SweepError
-    ctx = Context(out=out, seed=args.seed, jobs=args.jobs, quick=args.quick,
-                  scheduler=getattr(args, "scheduler", None), seeds=getattr(args, "seeds", None))
+    scheduler, jobs = getattr(args, "scheduler", None), args.jobs
+    try:
+        _check_name(args.name)
+        require("lab")                  # every experiment draws figures: say so before any sweep
+        if scheduler is not None or jobs > 1:
+            require("cluster", "--scheduler" if scheduler is not None else f"--jobs {jobs}")
+    except (ValueError, MissingExtra) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if jobs != 1 and scheduler is None and not available("distributed"):
+        print("note: Dask is not installed, so the sweeps run one at a time in this process "
+              "(the same results); pip install 'verlet-sandbox[cluster]' spreads them over "
+              "every core", file=sys.stderr)
+        jobs = 1
+    ctx = Context(out=out, seed=args.seed, jobs=jobs, quick=args.quick,
+                  scheduler=scheduler, seeds=getattr(args, "seeds", None))
     try:
         results = run(args.name, ctx)
     except ValueError as e:
