@@ -209,8 +209,9 @@ class BuildMode:
         atomic_write_text(path, text)
         again = build_world(load_level(path)).state_hash()
         same = again == build_world(level).state_hash()
+        from ..cli import command_line  # python main.py, or the installed command
         self.app.message(f"saved {path}" + (" (it reopens to the same world, bit for bit; "
-                         f"python main.py play {path})" if same else
+                         f"{command_line()} play {path})" if same else
                      " - but it does NOT reopen to the same world"), not same, seconds=8)
         return path
 

@@ -655,7 +655,8 @@ class Session:
         from ..atomic import atomic_write_text
         atomic_write_text(path, text)
         n = self.log.frame
-        self.message(f"replay saved: {path} ({n} frames; python main.py replay {path})")
+        from ..cli import command_line  # python main.py, or the installed command
+        self.message(f"replay saved: {path} ({n} frames; {command_line()} replay {path})")
         return path
 
     def play_replay(self, rep) -> None:
