@@ -808,12 +808,13 @@ def test_a_long_caption_stays_left_of_the_control_panel(tmp_path):
     assert rect is not None and rect.right <= right, (rect, right)
 
 
-@pytest.mark.parametrize("level, split", [("pendulums", False), ("bench:soft_blob", False),
+@pytest.mark.parametrize("level, split", [("pendulums", True), ("bench:soft_blob", True),
                                           ("rope", True), ("bench:cloth200", False)])
 def test_the_energy_ledger_runs_only_where_the_hud_can_show_it(tmp_path, level, split):
-    """The ledger costs the compiled frame (two energy evaluations a substep): on where
-    the HUD splits the energy, off where springs or soft links store it (the soft blob,
-    the spring-rod pendulums) and above the particle limit, each saying so."""
+    """The ledger costs the compiled frame (two energy evaluations a substep): on up to
+    the particle limit, where the HUD splits the energy (springs, soft links and gas
+    too: what soft links store has its own line, springs and gas are forces the
+    integrator steps), off above it, saying so."""
     a = ev.window_app(level, tmp_path, (1280, 800))
     a.frame(1 / 60)
     line = a._energy_line()
@@ -821,10 +822,10 @@ def test_the_energy_ledger_runs_only_where_the_hud_can_show_it(tmp_path, level, 
     assert (a.world.ledger is not None) == split, (level, text)
     if split:
         assert "integrator" in text and "solver" in text
-    elif a.world.n > a.LEDGER_LIMIT:
-        assert "above" in text
+        assert ("in soft links" in text) == bool(a.world.constraints.compliant), text
+        assert ("drag" in text) == bool(a.world.config.drag), text
     else:
-        assert "springs / soft links store it" in text
+        assert a.world.n > a.LEDGER_LIMIT and "above" in text
 
 
 def test_the_energy_split_is_dropped_when_it_costs_the_frame_rate(tmp_path, monkeypatch):

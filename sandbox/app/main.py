@@ -276,10 +276,10 @@ class App:
         """The energy ledger only where the HUD can show it: it costs two energy
         evaluations a substep and keeps the world off its compiled frame (the soft blob:
         ~25 ms a frame with it, under 1 ms without), so not above ``LEDGER_LIMIT``
-        particles, not where springs or soft links store energy (no split to show), and
-        not once it has cost this level the frame rate (:meth:`_weigh_ledger`)."""
+        particles, and not once it has cost this level the frame rate
+        (:meth:`_weigh_ledger`)."""
         w = self.world
-        w.track_energy(w.n <= self.LEDGER_LIMIT and not self._stores_energy(w)
+        w.track_energy(w.n <= self.LEDGER_LIMIT
                        and self._ledger_cost is None)
 
     def _weigh_ledger(self, seconds: float, stepped: bool) -> None:
@@ -300,12 +300,6 @@ class App:
             w.track_energy(False)
             self.message(f"energy split off for this level: its steps took "
                          f"{self._ledger_cost:.0f} ms a frame with it")
-
-    @staticmethod
-    def _stores_energy(w: World) -> bool:
-        """Springs, compliant links or gas pressure hold energy of their own, so the
-        ledger's integrator / solver split does not add up to the graph's drift."""
-        return bool(w.constraints.compliant or len(w.springs) or w.pressure)
 
     def reset(self) -> None:
         self.input.grabbed = None
@@ -756,19 +750,23 @@ class App:
     def _energy_line(self) -> str | tuple:
         """Where the energy goes since the graph's marker: the integrator's own steps or
         the constraint solver's corrections (XPBD projects positions inelastically, so a
-        symplectic integrator's pendulum still loses energy, to the solver)."""
+        symplectic integrator's pendulum still loses energy, to the solver), and where
+        the level has them the air drag and what compliant links store."""
         w = self.world
         ledger = w.ledger
-        if self._stores_energy(w):
-            return ("energy      not split: springs / soft links store it", DIM)
         if ledger is None and self._ledger_cost is not None:
             return (f"energy      split off: {self._ledger_cost:.0f} ms of steps a frame "
                     "with it", DIM)
         if ledger is None:
             return ("energy      split not measured above "
                     f"{self.LEDGER_LIMIT:,} particles", DIM)
-        return (f"energy      integrator {fmt_j(ledger['integrator'])} · solver "
-                f"{fmt_j(ledger['solver'])}")
+        parts = [f"integrator {fmt_j(ledger['integrator'])}",
+                 f"solver {fmt_j(ledger['solver'])}"]
+        if w.config.drag or ledger["drag"]:
+            parts.append(f"drag {fmt_j(ledger['drag'])}")
+        if w.constraints.compliant or ledger["links"]:
+            parts.append(f"in soft links {fmt_j(ledger['links'])}")
+        return "energy      " + " · ".join(parts)
 
     def draw_hud(self, surf: pygame.Surface) -> None:
         f = self.fonts

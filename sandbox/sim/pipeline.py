@@ -81,6 +81,8 @@ class Scratch:
         self.lane: tuple | None = None         # a contact frame's arguments: kept_frame
         self.rigid_links: tuple | None = None  # the multiplier solver: lagrange.links
         self.solver_work = 0.0                 # J, this step's corrections (the ledger)
+        self.drag_work = 0.0                   # J, this step's air drag (the ledger)
+        self.corrected = False                 # the last substep was corrected (ledger)
 
 
 #: No gravity field kept yet: no rows to compare (:func:`back_up`).
@@ -116,7 +118,8 @@ def step(world, h: float) -> None:
     ledger = world.ledger
     if ledger is not None:
         e0 = world.energy()["total"]
-        scratch.solver_work = 0.0
+        stored0 = world.constraints.potential(world.particles.x)
+        scratch.solver_work = scratch.drag_work = 0.0
     field.checked = pins_kept
     try:
         with np.errstate(all="ignore"):
@@ -131,8 +134,11 @@ def step(world, h: float) -> None:
     end_step(world, backup, h)
     if ledger is not None:
         change = world.energy()["total"] - e0
+        stored = world.constraints.potential(world.particles.x) - stored0
         ledger["solver"] += scratch.solver_work
-        ledger["integrator"] += change - scratch.solver_work
+        ledger["drag"] += scratch.drag_work
+        ledger["links"] += stored
+        ledger["integrator"] += change - scratch.solver_work - scratch.drag_work - stored
 
 
 def kept_frame(world, scratch: Scratch, lane: tuple, h: float) -> bool:
@@ -359,10 +365,15 @@ def substep(world, hs: float, last: bool = True, links=None) -> None:
     velocity = velocity_mode(world, has_contacts, corrected, last) if links.free_step \
         else "now"
     v_old = p.v.copy() if has_contacts else None
+    start = None                        # the energy ledger's (x_prev, x, v) at the start
+    if world.ledger is not None:
+        start = (p.x_prev.copy(), p.x.copy(), p.v.copy())
     links.integrate(p, hs, velocity)
     before = None                       # the energy ledger's prediction (x, v)
     if world.ledger is not None and (corrected or not links.free_step):
         before = (p.x.copy(), None if velocity == "later" else p.v.copy())
+        if integ.position_based and world.scratch.corrected:
+            world.scratch.solver_work += replayed_work(p, *start, hs, h_old)
     if corrected:
         x_old = p.x_prev              # every integrator leaves the pre-step positions there
         if hand is not None:
@@ -383,6 +394,10 @@ def substep(world, hs: float, last: bool = True, links=None) -> None:
         links.stabilise(p, hs, h_old)
     if before is not None:
         world.scratch.solver_work += correction_work(world, *before)
+    if start is not None:
+        world.scratch.corrected = before is not None
+        if cfg.drag:
+            world.scratch.drag_work += drag_work(p, start[1], start[2], cfg.drag)
     p.t += hs
 
 
@@ -535,10 +550,39 @@ def predicted_velocity(integ, p, x_pred: np.ndarray, hs: float, h_old: float) ->
     return p.v - (p.x - x_pred) * c1
 
 
+def replayed_work(p, x_prev: np.ndarray, x: np.ndarray, v: np.ndarray, hs: float,
+                  h_old: float) -> float:
+    """The part of a position-based step's energy change that the last substep's
+    corrections made (J): the step replays ``x - x_prev``, a displacement the
+    corrections shaped, so it moves on as if the particles had the velocity of the
+    parabola through ``x_prev, x`` and its prediction ``p.x`` (at the step's start:
+    ``(d1 h_old + d0 h) / (h + h_old)``), not the velocity ``v`` shown. The kinetic
+    energy between the two is the solver's, booked when the step shows it. A bob held
+    still reads ``v = 0`` but steps as if it moved at ``g h/2``: without this the
+    integrator was booked ``m g^2 h^2 / 8`` a substep and the solver the opposite."""
+    m = np.where(p.inv_mass > 0, p.mass, 0.0)
+    d0 = (x - x_prev) / h_old
+    d1 = (p.x - x) / hs
+    u = (d1 * h_old + d0 * hs) / (hs + h_old)
+    return 0.5 * float(np.sum(m * (np.einsum("ij,ij->i", u, u)
+                                   - np.einsum("ij,ij->i", v, v))))
+
+
+def drag_work(p, x: np.ndarray, v: np.ndarray, drag: float) -> float:
+    """The air drag's work over a substep from ``(x, v)`` to the state now (J): the
+    force ``-drag m v`` at the mean of the two velocities along the displacement."""
+    m = np.where(p.inv_mass > 0, p.mass, 0.0)
+    vm = 0.5 * (v + p.v)
+    return -drag * float(np.sum(m * np.einsum("ij,ij->i", vm, p.x - x)))
+
+
 def correction_work(world, x_pred: np.ndarray, v_pred: np.ndarray) -> float:
     """Energy change (J) of a substep's corrections: the state now against the predicted
     one ``(x_pred, v_pred)``, with the integrator's own velocity on both sides (the one
-    the energy graph reads)."""
+    the energy graph reads). The energy compliant links store is left out: it is
+    booked on its own line (``ledger["links"]``), for no step of the integrator's
+    moves it, the links' solve does (the free step that stretches a link does not feel
+    it, so booking that change to either would be a fiction)."""
     p = world.particles
     m = np.where(p.inv_mass > 0, p.mass, 0.0)
     ke = 0.5 * float(np.sum(m * (np.einsum("ij,ij->i", p.v, p.v)
@@ -547,11 +591,12 @@ def correction_work(world, x_pred: np.ndarray, v_pred: np.ndarray) -> float:
 
 
 def potential(world, x: np.ndarray) -> float:
-    """Potential energy (J) of positions ``x``: gravity, n-body, elastic."""
+    """Potential energy (J) of positions ``x`` that the integrator's forces make:
+    gravity, n-body, springs and pressure (not the compliant links')."""
     p, cfg = world.particles, world.config
     m = np.where(p.inv_mass > 0, p.mass, 0.0)
     u = -float(np.sum(m * (x @ np.asarray(cfg.gravity, float))))
     if cfg.G:
         u += nbody_potential(x, p.mass, cfg.G, cfg.softening)
-    u += world.springs.potential(x) + world.constraints.potential(x)
+    u += world.springs.potential(x)
     return u + sum(b.potential(x) for b in world.pressure)

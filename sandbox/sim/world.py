@@ -246,10 +246,16 @@ class World:
     def track_energy(self, on: bool = True) -> None:
         """Keep a ledger of where the total energy changes: ``ledger["integrator"]`` (J,
         the integrator's own step: its truncation error and, for explicit Euler, its
-        growth) and ``ledger["solver"]`` (J, the position corrections of constraints,
-        contacts and the hand, which XPBD makes inelastically). Off by default: it
-        costs two energy evaluations a substep and the substep-by-substep path."""
-        self.ledger = {"integrator": 0.0, "solver": 0.0} if on else None
+        growth), ``ledger["solver"]`` (J, the position corrections of constraints,
+        contacts and the hand, which XPBD makes inelastically, including what they leave
+        in the displacement a position-based step replays), ``ledger["drag"]`` (J, the
+        air drag's work) and ``ledger["links"]`` (J, the change of the energy compliant
+        links store). The four add up to the change of ``energy()["total"]``. Off by
+        default: it costs two energy evaluations a substep and the substep-by-substep
+        path."""
+        self.ledger = ({"integrator": 0.0, "solver": 0.0, "drag": 0.0, "links": 0.0}
+                       if on else None)
+        self.scratch.corrected = False
 
     # --- interaction --------------------------------------------------------------------
 
