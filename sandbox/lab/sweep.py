@@ -31,6 +31,13 @@ with the same cases and the same code computes only what is missing. The folder'
 carries a fingerprint of the ``sandbox`` package's source, so results made by other code
 are never reused; it is deleted when the sweep completes.
 
+**A lost cluster.** The scheduler gone (killed, its machine down, the network cut) or
+no worker left on it: the runner notices within ``LOST_AFTER`` (``NO_WORKERS_AFTER``
+for workers) seconds instead of waiting for ever, and :class:`ClusterLost` says in one
+line what happened, how many results are kept and what to do; the results that arrived
+are in the store, so the same command run again resumes. A connection that comes back
+within that time loses nothing: the tasks the client dropped are submitted again.
+
 **Code on a cluster.** Workers need the same Python packages (requirements.txt), not the
 checkout: when a worker cannot import this ``sandbox`` (or imports another version of
 it), the runner sends the package's source files to every worker, which unpacks them into
@@ -44,6 +51,7 @@ Dask is imported only when a cluster is used, never by ``main.py --help``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import io
@@ -56,7 +64,7 @@ import sys
 import time
 import traceback
 import zipfile
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +74,9 @@ from ..atomic import atomic_write_bytes, atomic_write_text
 MIN_TASK = 0.25       # s of work a chunk holds at least (once a case's time is known)
 MAX_TASK = 3.0        # s of work a chunk holds at most (progress and resume granularity)
 IN_FLIGHT = 2         # tasks queued per worker slot
+LOST_AFTER = 10.0     # s without the scheduler before a sweep gives up on it
+NO_WORKERS_AFTER = 30.0   # s without any worker before a sweep gives up on the cluster
+POLL = 0.02           # s between looks for a finished task
 PACKAGE = Path(__file__).resolve().parents[1]          # the ``sandbox`` package
 
 
@@ -213,6 +224,11 @@ class SweepError(RuntimeError):
                 "computes only the failed cases" if store else "")
         super().__init__(f"{name}: {len(failures)} of {total} cases failed{kept}:\n  "
                          + "\n  ".join(lines))
+
+
+class ClusterLost(ConnectionError):
+    """The Dask cluster went away mid-sweep (the scheduler, or every worker); the results
+    that arrived are kept in the store (if any) for a rerun to resume."""
 
 
 @dataclass
@@ -417,22 +433,53 @@ class Runner:
                                   "(start one: dask worker ADDRESS)") from None
         return client
 
+    @property
+    def where(self) -> str:
+        return f"the Dask scheduler at {self.scheduler}" if self.scheduler else \
+            "the local Dask cluster"
+
+    def remedy(self) -> str:
+        """What to do after :class:`ClusterLost`, in words."""
+        if self.scheduler:
+            return ("start the scheduler and its workers again (or leave out --scheduler) "
+                    "and run the same command to resume")
+        return "run the same command again to resume"
+
     def slots(self) -> int:
         if self.serial:
             return 1
         return max(sum(self.client().nthreads().values()), 1)
 
     def close(self) -> None:
-        if self._client is not None:
-            try:
-                self._client.close()
-            finally:
-                self._client = None
-        if self._cluster is not None:
-            try:
-                self._cluster.close()
-            finally:
-                self._cluster = None
+        """Close the client and the local cluster; a cluster already gone is no error
+        (closing after :class:`ClusterLost` or Ctrl+C must not hide what happened)."""
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        lost = client is not None and client.status != "running"
+        with _quiet_distributed(lost):   # its reconnect, cancelled, logs a traceback
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=LOST_AFTER)
+            if cluster is not None:
+                with contextlib.suppress(Exception):
+                    cluster.close(timeout=LOST_AFTER)
+
+
+@contextlib.contextmanager
+def _quiet_distributed(quiet: bool = True):
+    """Dask's own log silenced inside the block (when ``quiet``): what happened has been
+    said in one line already."""
+    import logging
+    names = ("distributed", "distributed.client", "distributed.utils", "distributed.core")
+    loggers = [logging.getLogger(n) for n in names] if quiet else []
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def _reachable(target: str, timeout: float = 5.0) -> None:
@@ -556,6 +603,13 @@ def run_sweep(fn: Callable, cases: Iterable, runner: Runner | None = None, *,
             runner.log(f"{name}: interrupted; {stats.computed} new results kept in {st.path}: "
                        "run the same command again to resume")
         raise
+    except ClusterLost as e:
+        done = n - len(todo) + stats.computed - len(failures)
+        if st and failures:
+            st.write_errors(sorted(failures, key=lambda f: f.index))
+        kept = (f"the results of {done} of {n} cases are kept in {st.path}" if st else
+                f"{done} of {n} cases were done (not stored: no store folder)")
+        raise ClusterLost(f"{name}: {e}; {kept}; {runner.remedy()}") from None
     finally:
         stats.wall = time.perf_counter() - t0
         if bar:
@@ -592,6 +646,48 @@ def _run_serial(fn, cases, todo, take, stats) -> None:
             take(pending)
 
 
+class _Watch:
+    """Whether the cluster is still there, asked while no task has finished: the client
+    connected to its scheduler (the client itself retries for ``LOST_AFTER`` s) and at
+    least one worker on it (asked every second, answered within 5 s)."""
+
+    def __init__(self, client, runner: Runner):
+        self.client, self.runner = client, runner
+        self.away: float | None = None         # since when the scheduler is unreachable
+        self.empty: float | None = None        # since when no worker is connected
+        self.asked = 0.0
+
+    @property
+    def connected(self) -> bool:
+        return self.client.status == "running"
+
+    def check(self) -> None:
+        """Raise :class:`ClusterLost` when the scheduler or every worker has been gone
+        too long."""
+        now = time.monotonic()
+        if not self.connected:
+            self.away = self.away or now
+            if self.client.status in ("closing", "closed") or now - self.away > LOST_AFTER:
+                raise ClusterLost(f"lost {self.runner.where} (no answer for "
+                                  f"{now - self.away:.0f} s)")
+            return
+        self.away = None
+        if now - self.asked < 1.0:
+            return
+        self.asked = now
+        try:
+            workers = len(self.client.nthreads(callback_timeout=5))
+        except Exception:           # no answer this time: the status says the rest
+            return
+        if workers:
+            self.empty = None
+            return
+        self.empty = self.empty or now
+        if now - self.empty > NO_WORKERS_AFTER:
+            raise ClusterLost(f"no worker left on {self.runner.where} for "
+                              f"{now - self.empty:.0f} s")
+
+
 def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
     from distributed import as_completed
 
@@ -603,6 +699,8 @@ def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
     solo: deque[int] = deque()          # cases of a chunk whose task itself failed
     first_round = slots
     items_of = {}
+    watch = _Watch(client, runner)
+    lost: dict[int, int] = defaultdict(int)    # a case's tasks that ended without a result
 
     def submit():
         if solo:
@@ -615,7 +713,13 @@ def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
         else:
             return None
         blob = pickle.dumps((fn, [(i, cases[i]) for i in idx]), protocol=5)
-        fut = client.submit(run_payload, blob, pure=False)
+        try:
+            fut = client.submit(run_payload, blob, pure=False)
+        except Exception:
+            if watch.connected:
+                raise
+            queue.extendleft(reversed(idx))   # the scheduler went away just now
+            return None
         items_of[fut.key] = idx
         stats.tasks += 1
         stats.chunk_sizes.append(len(idx))
@@ -625,7 +729,7 @@ def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
     outstanding = set()
 
     def refill():
-        while futures.count() < IN_FLIGHT * slots:
+        while watch.connected and futures.count() < IN_FLIGHT * slots:
             f = submit()
             if f is None:
                 return
@@ -634,14 +738,29 @@ def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
 
     refill()
     try:
-        for fut in futures:
+        while futures.count() or queue or solo:
+            if not futures.has_ready():
+                # Nothing finished: is the cluster still there? (A lost scheduler never
+                # finishes anything; waiting on the futures alone hung for ever.)
+                watch.check()
+                refill()
+                time.sleep(POLL)
+                continue
+            fut = next(futures)
             outstanding.discard(fut)
             idx = items_of.pop(fut.key)
             try:
                 records = pickle.loads(fut.result())
-            except Exception as e:        # the task, not fn: a lost worker, an import error
+            except Exception as e:
                 records = []
-                if len(idx) > 1:
+                if fut.status != "error" and max(lost[i] for i in idx) < 3:
+                    # Not the task's failure: the client dropped it (its scheduler went
+                    # away) or could not fetch its result. Submitted again while the
+                    # cluster is there (three times at most); the watch says when not.
+                    for i in idx:
+                        lost[i] += 1
+                    queue.extendleft(reversed(idx))
+                elif len(idx) > 1:        # the task, not fn: a lost worker, an import error
                     solo.extend(idx)      # retry one case per task to find the culprit
                 else:
                     take([(idx[0], False, (f"{type(e).__name__}: {e}".splitlines()[0],
@@ -650,8 +769,11 @@ def _run_dask(fn, cases, todo, take, stats, runner: Runner) -> None:
                 chunker.record(r[3])
             if records:
                 take(records)
-            fut.release()
+            with contextlib.suppress(Exception):
+                fut.release()
             refill()
     except BaseException:
-        client.cancel(list(outstanding))
+        if watch.connected:               # a closed client cannot cancel (and must not
+            with contextlib.suppress(Exception):      # hide the first error)
+                client.cancel(list(outstanding))
         raise

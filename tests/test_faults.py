@@ -1,0 +1,152 @@
+"""Faults injected for real, as a user's machine meets them (issue 36): a Dask scheduler
+killed mid-sweep, an output folder removed mid-sweep, a full disk (a 64 KiB tmpfs where
+the test may mount one, else the write call failing with ENOSPC) under clips and the
+files the lab writes. Each says what happened in one line, never a traceback, and keeps
+what was finished. Real commands in subprocesses, with time limits: a hang fails."""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from test_sweep import _Loopback, _signal_group
+
+from sandbox.lab import stability_map as sm
+from sandbox.lab import sweep as sweep_module
+from sandbox.lab.sweep import LOST_AFTER, ClusterLost, Runner, Store, case_key, run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the command ended before {what}: "
+                        + proc.stderr.read()[-2000:])
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def _parts(folder: Path) -> list[Path]:
+    return list(folder.glob(".sweeps/*/part-*.pkl")) + list(folder.glob("*/part-*.pkl"))
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A scheduler and two workers started as a user starts them (``dask scheduler``,
+    ``dask worker``), each in its own process group."""
+    home = tmp_path / "cluster"
+    home.mkdir()
+    c = _Loopback(home)
+    try:
+        c.start_scheduler()
+        c.add_workers(2)
+        yield c
+    finally:
+        c.stop()
+
+
+def _kill_scheduler(c: _Loopback) -> None:
+    _signal_group(c.procs[0], signal.SIGKILL)        # the first process started
+
+
+def _experiment(out: Path, *args) -> subprocess.Popen:
+    """``experiment stability-map`` (the full map: minutes of work, so it is still
+    running when the fault comes)."""
+    return subprocess.Popen([sys.executable, "main.py", "experiment", "stability-map",
+                             "--out", str(out), *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+# --- a lost Dask scheduler ---------------------------------------------------------------
+
+def test_a_killed_scheduler_is_one_line_exit_1_and_the_parts_are_kept(cluster, tmp_path):
+    """Before: the sweep waited for ever (still running after 180 s), and Ctrl+C then
+    ended in a ClosedClientError traceback."""
+    out = tmp_path / "out"
+    p = _experiment(out, "--scheduler", cluster.address)
+    try:
+        _wait_for(lambda: _parts(out), 180, "finished sweep part", p)
+        _kill_scheduler(cluster)
+        t0 = time.monotonic()
+        _, err = p.communicate(timeout=LOST_AFTER + 50)
+        took = time.monotonic() - t0
+    finally:
+        p.kill()
+    assert p.returncode == 1, err[-3000:]
+    assert took < LOST_AFTER + 30, took
+    assert "Traceback" not in err and "ERROR" not in err, err[-3000:]
+    last = err.splitlines()[-1]
+    assert last.startswith(f"error: stability-map: lost the Dask scheduler at "
+                           f"{cluster.address} (no answer for "), last
+    assert "cases are kept in" in last and "run the same command to resume" in last
+    # What finished is kept where the rerun looks: results of this very sweep's cases.
+    (store,) = (out / ".sweeps").iterdir()
+    assert store.name.startswith("stability-map-")
+    have = dict(pair for q in store.glob("part-*.pkl") for pair in pickle.loads(q.read_bytes()))
+    keys = {case_key(c) for c in sm.cases()}
+    assert have and set(have) <= keys
+    assert f"results of {len(have)} of {len(keys)} cases are kept in {store}" in last
+
+
+def test_ctrl_c_while_the_scheduler_is_gone_exits_130_quietly(cluster, tmp_path):
+    out = tmp_path / "out"
+    p = _experiment(out, "--scheduler", cluster.address)
+    try:
+        _wait_for(lambda: _parts(out), 180, "finished sweep part", p)
+        _kill_scheduler(cluster)
+        time.sleep(2)                                 # the client is trying to reconnect
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "ERROR" not in err, err[-3000:]
+    assert err.splitlines()[-1] == "interrupted"
+    assert "run the same command again to resume" in err and _parts(out)
+
+
+def test_the_parts_kept_from_a_lost_scheduler_resume_the_sweep(cluster, tmp_path,
+                                                               monkeypatch):
+    """The kept results are the rerun's: it computes only what is missing, and the
+    results are those of a plain run."""
+    # The store is named after the code's fingerprint: taken once, so that someone
+    # editing the checkout meanwhile does not make the rerun start afresh.
+    fingerprint = sweep_module.code_fingerprint()
+    monkeypatch.setattr(sweep_module, "code_fingerprint", lambda *a: fingerprint)
+    cases = sm.cases(res=40, n=2000, rows=1)         # 360 cases, ~6 s of work
+    store = tmp_path / "store"
+    outcome: dict = {}
+
+    def sweep():
+        try:
+            with Runner(scheduler=cluster.address, log=lambda s: None) as runner:
+                outcome["result"] = run_sweep(sm.map_rows, cases, runner, name="lost",
+                                              store=store)
+        except BaseException as e:                     # noqa: BLE001 -- judged below
+            outcome["error"] = e
+
+    t = threading.Thread(target=sweep, daemon=True)
+    t.start()
+    _wait_for(lambda: list(store.glob("*/part-*.pkl")), 120, "finished sweep part")
+    _kill_scheduler(cluster)
+    t.join(LOST_AFTER + 40)
+    assert not t.is_alive(), "the sweep still waits for the killed scheduler"
+    err = outcome.get("error")
+    assert isinstance(err, ClusterLost), outcome
+    kept = Store(store, "lost", sm.map_rows).load()
+    assert 0 < len(kept) < len(cases)
+    assert f"the results of {len(kept)} of {len(cases)} cases are kept in" in str(err)
+    res = run_sweep(sm.map_rows, cases, name="lost", store=store)    # the rerun, serial
+    assert res.stats.computed == len(cases) - len(kept)
+    for i in (0, len(cases) // 2, len(cases) - 1):
+        assert pickle.dumps(res.results[i]) == pickle.dumps(sm.map_rows(**cases[i]))
+    assert not store.exists() or not any(store.iterdir())            # done: cleared
