@@ -50,7 +50,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, replace: bool = 
     ``replace=False`` an existing ``path`` raises ``FileExistsError`` and stays as it was.
     """
     with atomic_writer(path, replace=replace) as f:
-        f.write(data)
+        try:
+            f.write(data)
+        except OSError as e:                 # a full disk: no file name of its own
+            raise _naming(e, Path(path)) from None
 
 
 @contextlib.contextmanager
@@ -66,10 +69,16 @@ def atomic_writer(path: str | os.PathLike, *, replace: bool = True) -> Iterator[
         keep = None
     if keep is not None and not replace:
         raise FileExistsError(errno.EEXIST, "file exists", str(path))
-    fd, tmp = _create_temporary(folder, path.name)
+    try:
+        fd, tmp = _create_temporary(folder, path.name)
+    except OSError as e:
+        raise _naming(e, path) from None
+    inside = False                           # in the caller's block: its errors are its own
     try:
         with os.fdopen(fd, "wb") as f:
+            inside = True
             yield f
+            inside = False
             f.flush()
             if keep is not None:
                 os.chmod(tmp, keep)
@@ -78,11 +87,24 @@ def atomic_writer(path: str | os.PathLike, *, replace: bool = True) -> Iterator[
             os.replace(tmp, path)
         else:
             place_new(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and (e.filename in (tmp, str(tmp)) if e.filename is not None
+                                       else not inside):
+            raise _naming(e, path) from None
         raise
     _fsync_folder(folder)
+
+
+def _naming(e: OSError, path: Path) -> OSError:
+    """``e`` about ``path``, the file the caller asked for, not the temporary file that
+    the system call was given (``.name.1a2b3c.tmp`` means nothing to a user): a full disk
+    or a folder removed meanwhile says "cannot write out/map.csv"."""
+    if e.errno is None:
+        return e
+    named = OSError(e.errno, e.strerror, str(path))    # the errno's own subclass
+    return named if type(named) is type(e) else e      # never another kind of error
 
 
 def place_new(tmp: str | os.PathLike, path: str | os.PathLike) -> None:

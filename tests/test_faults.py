@@ -6,7 +6,9 @@ what was finished. Real commands in subprocesses, with time limits: a hang fails
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +66,27 @@ def _experiment(out: Path, *args) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "main.py", "experiment", "stability-map",
                              "--out", str(out), *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a 64 KiB tmpfs (as root, where mounting is allowed), else None: the
+    test then makes the write call fail with ENOSPC itself."""
+    where = tmp_path / "small"
+    where.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        yield None
+        return
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        yield None
+        return
+    try:
+        yield where
+    finally:
+        if subprocess.run(["umount", str(where)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True)
 
 
 # --- a lost Dask scheduler ---------------------------------------------------------------
@@ -150,3 +173,77 @@ def test_the_parts_kept_from_a_lost_scheduler_resume_the_sweep(cluster, tmp_path
     for i in (0, len(cases) // 2, len(cases) - 1):
         assert pickle.dumps(res.results[i]) == pickle.dumps(sm.map_rows(**cases[i]))
     assert not store.exists() or not any(store.iterdir())            # done: cleared
+
+
+# --- the output folder removed mid-run ---------------------------------------------------
+
+def _wrote(stdout: str) -> list[Path]:
+    return [Path(line[len("wrote "):]) for line in stdout.splitlines()
+            if line.startswith("wrote ")]
+
+
+def test_an_output_folder_removed_mid_sweep_is_made_again_and_said_once(tmp_path):
+    """``rm -rf out`` while the sweep runs: the sweep's next part makes the folder again
+    (one note), the run finishes and writes every file."""
+    out = tmp_path / "out"
+    p = _experiment(out, "--quick", "--jobs", "1")
+    try:
+        _wait_for(lambda: _parts(out), 120, "finished sweep part", p)
+        shutil.rmtree(out)
+        stdout, err = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    assert notes == [f"note: {out} was removed while the run went on; made it again "
+                     "(what it held is gone)"], err
+    files = _wrote(stdout)
+    assert len(files) > 3 and all(f.is_file() for f in files)
+    assert not (out / ".sweeps").exists()
+
+
+def test_files_written_before_the_folder_was_removed_are_named_and_exit_1(tmp_path):
+    """Removed after the first file was written: the rest are written into the folder
+    made again, and the files lost with it are named, exit 1. Before: the next write
+    failed with 'cannot write out/.escape_map.png.1a2b3c.tmp' (a temporary name) and
+    claimed 'finished sweep parts are kept' after the sweep was done and cleared."""
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "main.py", "experiment", "escape-map", "--quick",
+                          "--jobs", "1", "--out", str(out)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: (out / "escape_map.csv").exists(), 120, "first output file", p)
+        shutil.rmtree(out)
+        stdout, err = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    assert p.returncode == 1, err[-3000:]
+    assert "Traceback" not in err and ".tmp" not in err, err
+    lines = err.splitlines()
+    assert f"note: {out} was removed while the run went on; made it again " \
+           "(what it held is gone)" in lines
+    last = lines[-1]
+    assert last.startswith("error: ") and "files this run wrote are gone" in last, last
+    assert f"{out / 'escape_map.csv'}" in last and "run the same command again" in last
+    assert "escape_map.csv" not in stdout                   # not claimed as written
+    assert all(f.is_file() for f in _wrote(stdout)) and (out / "escape_map.txt").is_file()
+
+
+# --- a full disk under the lab's output --------------------------------------------------
+
+def test_experiment_on_a_full_disk_names_the_file_not_a_temporary(full_disk, tmp_path):
+    """Before: 'cannot write out/.escape_map.png.1a2b3c.tmp' (the atomic writer's
+    temporary name) and 'finished sweep parts are kept' when none were."""
+    if full_disk is None:
+        pytest.skip("no tmpfs can be mounted here (not root, or no mount permission)")
+    out = full_disk / "out"
+    r = subprocess.run([sys.executable, "main.py", "experiment", "escape-map", "--quick",
+                        "--jobs", "1", "--out", str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 1, r.stderr[-3000:]
+    last = r.stderr.splitlines()[-1]
+    assert "Traceback" not in r.stderr and ".tmp" not in last, r.stderr[-3000:]
+    assert last.startswith(f"error: cannot write {out}/escape_map") and \
+        last.endswith(": No space left on device"), last
+    assert not [q for q in out.rglob("*") if q.name.startswith(".")]      # no temporaries

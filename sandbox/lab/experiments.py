@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write_text
 from ..sim.integrators import INTEGRATORS
 from . import convergence as conv
+from .output import write_text
 from .problems import all_problems
 
 
@@ -86,7 +86,7 @@ def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     w.writerow(header)
     for r in rows:
         w.writerow([f"{x:.17g}" if isinstance(x, float) else x for x in r])
-    atomic_write_text(path, buf.getvalue())
+    write_text(path, buf.getvalue())
     return path
 
 
@@ -166,7 +166,7 @@ def run_convergence(ctx: Context) -> Result:
     numbers = {f"{r.problem}/{r.method}/{r.mode}": (None if r.exact else r.order_x)
                for r in rows}
     files.append(ctx.out / "convergence.txt")
-    atomic_write_text(files[-1], out_text + "\n")
+    write_text(files[-1], out_text + "\n")
     return Result("convergence", files, out_text, numbers)
 
 
@@ -220,7 +220,7 @@ def _order(x: float) -> str:
 def _emit(ctx: Context, name: str, text: str, files: list[Path], numbers: dict) -> Result:
     ctx.echo(text)
     files.append(ctx.out / f"{name.replace('-', '_')}.txt")
-    atomic_write_text(files[-1], text + "\n")
+    write_text(files[-1], text + "\n")
     return Result(name, files, text, numbers)
 
 
@@ -825,8 +825,9 @@ def run(name: str, ctx: Context) -> list[Result]:
 
 
 def command(args, out: Path) -> int:
-    """``main.py experiment``: run, print what was written; exit 1 on a failed sweep or an
-    unusable cluster, 2 on an unknown name or a missing optional package (matplotlib
+    """``main.py experiment``: run, print what was written; exit 1 on a failed sweep, an
+    unusable or lost cluster, an output that cannot be written or that was removed while
+    the run went on, 2 on an unknown name or a missing optional package (matplotlib
     always; Dask for ``--scheduler`` or ``--jobs N`` > 1), 130 when interrupted (results
     kept). Without Dask the default (all cores) runs the sweeps serially, and says so."""
     from ..extras import MissingExtra, available, require
@@ -857,13 +858,24 @@ def command(args, out: Path) -> int:
         return 1
     except OSError as e:          # a full disk, a read-only or vanished output folder
         where = e.filename or out
-        print(f"error: cannot write {where}: {e.strerror or e}; finished sweep parts are "
-              "kept for the next run to resume", file=sys.stderr)
+        kept = any((out / ".sweeps").glob("*/part-*.pkl"))
+        print(f"error: cannot write {where}: {e.strerror or e}"
+              + ("; finished sweep parts are kept in " f"{out / '.sweeps'} for the next run "
+                 "to resume" if kept else ""), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    for r in results:
-        for f in r.files:
+    from .output import missing
+    files = [f for r in results for f in r.files]
+    gone = missing(files)
+    for f in files:
+        if f not in gone:
             print(f"wrote {f}")
+    if gone:                      # written, then removed with their folder mid-run
+        names = ", ".join(str(f) for f in gone[:5]) + (" ..." if len(gone) > 5 else "")
+        print(f"error: {len(gone)} of the {len(files)} files this run wrote are gone (their "
+              f"folder was removed while it ran): {names}; run the same command again to "
+              "make them", file=sys.stderr)
+        return 1
     return 0

@@ -11,8 +11,8 @@ import io
 
 import numpy as np
 
-from ..atomic import atomic_write_bytes
 from .experiments import Context, Result, _emit, _g, format_table, sweep, write_csv
+from .output import write_bytes
 
 QUICK_RES = 82             # stability-map --quick: 82 x 82 (no closed-form edge within
 QUICK_STEPS = 2000         # 0.31 of a grid step of a grid point, as at 400)
@@ -23,7 +23,7 @@ QUICK_SEEDS = 300
 def _save_npy(path, array: np.ndarray):
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
-    atomic_write_bytes(path, buf.getvalue())
+    write_bytes(path, buf.getvalue())
     return path
 
 

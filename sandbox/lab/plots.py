@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write_bytes
 from ..sim.integrators import INTEGRATORS
+from .output import write_bytes
 
 
 def _plt():
@@ -35,7 +35,7 @@ def save(fig, path: Path) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     _plt().close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    write_bytes(path, buf.getvalue())
     return path
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write_text
 from ..sim.integrators import INTEGRATORS
 from .orbit import ranges
+from .output import write_text
 
 CONFIRMED, PARTLY, NOT, MISSING = ("confirmed", "partly confirmed", "not confirmed",
                                    "not measured")
@@ -465,6 +465,6 @@ def write_report(results, ctx) -> list[Path]:
     blocks = _blocks(results, claims, ctx.quick, ctx.seed)
     ctx.out.mkdir(parents=True, exist_ok=True)
     md, page = ctx.out / "report.md", ctx.out / "report.html"
-    atomic_write_text(md, render_markdown(blocks))
-    atomic_write_text(page, render_html(blocks))
+    write_text(md, render_markdown(blocks))
+    write_text(page, render_html(blocks))
     return [md, page]

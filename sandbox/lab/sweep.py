@@ -69,7 +69,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic import atomic_write_bytes, atomic_write_text
+from .output import write_bytes, write_text
 
 MIN_TASK = 0.25       # s of work a chunk holds at least (once a case's time is known)
 MAX_TASK = 3.0        # s of work a chunk holds at most (progress and resume granularity)
@@ -285,6 +285,14 @@ class Store:
         self.root = Path(root)
         self.path = self.root / (self.prefix + hashlib.sha256(ident.encode()).hexdigest()[:12])
         self._n = 0
+        self._made = False
+
+    def _make(self) -> None:
+        """The folder, made on the first write; made again later (and said once) only if
+        someone removed it mid-sweep (:mod:`sandbox.lab.output`)."""
+        if not self._made:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._made = True
 
     def load(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -301,14 +309,14 @@ class Store:
     def write(self, pairs: list[tuple[str, object]]) -> None:
         if not pairs:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._make()
         self._n += 1
         name = f"part-{time.time_ns():x}-{os.getpid()}-{self._n}.pkl"
-        atomic_write_bytes(self.path / name, pickle.dumps(pairs, protocol=5))
+        write_bytes(self.path / name, pickle.dumps(pairs, protocol=5))
 
     def write_errors(self, failures: list[Failure]) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path / "errors.txt", "\n".join(
+        self._make()
+        write_text(self.path / "errors.txt", "\n".join(
             f"{f}\n{f.traceback}" for f in failures))
 
     def clear(self) -> None:
