@@ -247,3 +247,37 @@ def test_experiment_on_a_full_disk_names_the_file_not_a_temporary(full_disk, tmp
     assert last.startswith(f"error: cannot write {out}/escape_map") and \
         last.endswith(": No space left on device"), last
     assert not [q for q in out.rglob("*") if q.name.startswith(".")]      # no temporaries
+
+
+# --- a clip on a full disk (the window) --------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["mp4", "gif"])
+def test_a_clip_on_a_full_disk_is_one_message_no_file_and_the_window_goes_on(
+        full_disk, fmt, capfd):
+    """Before: an MP4 was put in place truncated (the disk's 64 KiB) and reported
+    'clip saved', with ffmpeg's error lines on the terminal; a GIF printed imageio's
+    'Exception ignored ... Traceback' blocks."""
+    if full_disk is None:
+        pytest.skip("no tmpfs can be mounted here (not root, or no mount permission)")
+    import pygame
+
+    from sandbox.app.main import App
+    pygame.display.init()
+    pygame.display.set_mode((640, 400))
+    app = App("pendulums", size=(640, 400), out_dir=full_disk, clip_fps=30, clip_width=320)
+    app.do("record", fmt)
+    path = app.recorder.path
+    for _ in range(120):                      # 2 s: more than 64 KiB either way
+        app.frame(1 / 60)
+    app.do("record")
+    app.recorder.wait(120)
+    t = app.session.world.t
+    for _ in range(3):
+        app.frame(1 / 60)                     # the window goes on
+    assert app.running and app.session.world.t > t
+    said = [m[0] for m in app.messages]
+    assert f"clip not written: {path.name}: " in said[-1], said
+    assert said[-1].endswith("No space left on device"), said[-1]
+    assert not any("clip saved" in m for m in said)
+    assert not list(path.parent.iterdir())    # no clip, no temporary
+    assert capfd.readouterr().err == ""       # nothing from imageio or ffmpeg

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pygame
 import pytest
 
@@ -41,14 +43,16 @@ def test_a_clip_has_the_frames_taken_at_its_rate_and_size(tmp_path, fmt, frames)
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
 
 
-def test_a_failing_encoder_is_a_message_and_leaves_no_file(tmp_path, monkeypatch):
-    rec = ClipRecorder(tmp_path, fps=10, width=64)
-    import imageio.v2 as imageio
-
-    def broken(*a, **k):
-        raise OSError("no encoder")
-
-    monkeypatch.setattr(imageio, "get_writer", broken)
+@pytest.mark.skipif(os.name != "posix", reason="the failing ffmpeg is a shell script")
+def test_a_failing_encoder_is_a_message_and_leaves_no_file(tmp_path, monkeypatch, capfd):
+    """An ffmpeg that fails (here a real program that says why and exits 1): one message
+    with its reason, no file, nothing on the terminal."""
+    fake = tmp_path / "ffmpeg"
+    fake.write_text("#!/bin/sh\ncat > /dev/null\necho '[libx264 @ 0x1] no encoder' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(fake))
+    rec = ClipRecorder(tmp_path / "out", fps=10, width=64)
     surf = pygame.Surface((64, 40))
     path = rec.start((64, 40), "mp4")
     for _ in range(5):
@@ -56,5 +60,6 @@ def test_a_failing_encoder_is_a_message_and_leaves_no_file(tmp_path, monkeypatch
     rec.stop()
     rec.wait(10)
     done = rec.poll()
-    assert done and done[0][2] and "no encoder" in done[0][1]
+    assert done == [("error", f"clip not written: {path.name}: no encoder", True)]
     assert not path.exists() and not list(path.parent.iterdir())
+    assert capfd.readouterr().err == ""

@@ -10,17 +10,22 @@ frame loop (scaling there cost another 3-5 ms a captured frame). The encoder's o
 time (ffmpeg's "ultrafast" preset) is what a recording costs on a machine with no idle
 core. If the encoder falls behind
 by more than a couple of seconds, frames are dropped and counted rather than slowing
-the window. A clip is written under a temporary name and moved into place when it is
-complete: a half-written clip is never seen under its real name.
+the window. A clip is written under a temporary name (an MP4, by ffmpeg) or in memory
+(a GIF) and takes its name only when complete and on disk: a half-written clip is never
+seen under its real name. A clip that cannot be written (a full disk, a failing encoder)
+is one message, ``clip not written: NAME: why``, and no file; the window goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import queue
+import subprocess
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +39,8 @@ MODULES = {"mp4": ("imageio", "imageio_ffmpeg"), "gif": ("imageio", "PIL")}
 DEFAULT_FPS = 30
 DEFAULT_WIDTH = 960
 QUEUE_SECONDS = 2.0
+MP4_CRF = 15          # H.264 quality (imageio's quality=7 of 10, which was used before)
+FFMPEG_WAIT = 120.0   # s for ffmpeg to finish the clip after its last frame
 
 
 def clip_size(window: tuple[int, int], width: int) -> tuple[int, int]:
@@ -137,60 +144,153 @@ class ClipRecorder:
     # --- the writer thread ----------------------------------------------------------
 
     def _write(self, tmp: Path, final: Path, fmt: str) -> None:
-        import imageio.v2 as imageio
-
-        w, h = self.size
-        sw, sh = self.source
         n = 0
         t0 = time.perf_counter()
-        writer = None
         try:
-            if fmt == "mp4":
-                writer = imageio.get_writer(tmp, format="FFMPEG", fps=self.fps,
-                                            codec="libx264", quality=7,
-                                            macro_block_size=2, pixelformat="yuv420p",
-                                            ffmpeg_log_level="error",
-                                            output_params=["-vf", f"scale={w}:{h}",
-                                                           "-preset", "ultrafast"])
-            else:
-                writer = imageio.get_writer(tmp, format="GIF", mode="I",
-                                            duration=1000.0 / self.fps, loop=0)
-            from PIL import Image
-            while True:
-                data = self._queue.get()
-                if data is None:
-                    break
-                frame = np.frombuffer(data, np.uint8).reshape(sh, sw, 3)
-                if fmt == "gif" and (sw, sh) != (w, h):
-                    frame = np.asarray(Image.fromarray(frame).resize((w, h),
-                                                                     Image.LANCZOS))
-                writer.append_data(frame)
-                n += 1
-            writer.close()
-            writer = None
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, final)
+            n = (self._write_mp4 if fmt == "mp4" else self._write_gif)(tmp, final)
             text = (f"clip saved: {final} ({n} frames, {n / self.fps:.1f} s; encoded in "
                     f"{time.perf_counter() - t0:.1f} s"
                     + (f"; {self.dropped} frames dropped" if self.dropped else "") + ")")
             result = ("done", text, False)
         except Exception as e:                       # never a traceback in the window
-            result = ("error", f"clip failed: {type(e).__name__}: {e}", True)
-            with contextlib.suppress(Exception):
-                if writer is not None:
-                    writer.close()
-            with contextlib.suppress(FileNotFoundError):
+            result = ("error", f"clip not written: {final.name}: {_reason(e)}", True)
+            with contextlib.suppress(OSError):
                 tmp.unlink()
-            while True:                              # let capture() never block
-                with contextlib.suppress(queue.Empty):
-                    if self._queue.get_nowait() is None:
-                        break
-                    continue
-                if not self.recording:
-                    break
-                time.sleep(0.01)
-            self.recording = False
+            self._drain()
         with self._lock:
             self._done.append(result)
+
+    def _frames(self):
+        """The captured frames (RGB bytes of the source size) until :meth:`stop`."""
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            yield data
+
+    def _drain(self) -> None:
+        """After a failure: take what is still queued until :meth:`stop`, so that
+        :meth:`capture` never blocks, then stop recording."""
+        while True:
+            with contextlib.suppress(queue.Empty):
+                if self._queue.get_nowait() is None:
+                    break
+                continue
+            if not self.recording:
+                break
+            time.sleep(0.01)
+        self.recording = False
+
+    def _write_gif(self, tmp: Path, final: Path) -> int:
+        """Encoded in memory (Pillow through imageio, which keeps every frame until the
+        end anyway), then written atomically: a full disk is one ``OSError`` naming the
+        clip, and no file. (Encoding to the file itself printed imageio's "Exception
+        ignored ... Traceback" blocks on a full disk.)"""
+        import imageio.v2 as imageio
+        from PIL import Image
+
+        from ..atomic import atomic_write_bytes
+        w, h = self.size
+        sw, sh = self.source
+        buf = io.BytesIO()
+        writer = imageio.get_writer(buf, format="GIF", mode="I",
+                                    duration=1000.0 / self.fps, loop=0)
+        n = 0
+        try:
+            for data in self._frames():
+                frame = np.frombuffer(data, np.uint8).reshape(sh, sw, 3)
+                if (sw, sh) != (w, h):
+                    frame = np.asarray(Image.fromarray(frame).resize((w, h), Image.LANCZOS))
+                writer.append_data(frame)
+                n += 1
+        finally:
+            writer.close()
+        atomic_write_bytes(final, buf.getvalue(), replace=False)
+        return n
+
+    def _write_mp4(self, tmp: Path, final: Path) -> int:
+        """ffmpeg (the imageio-ffmpeg wheel's) run by us, not through imageio's writer,
+        which never read ffmpeg's exit status: on a full disk it printed ffmpeg's errors
+        on the terminal and a truncated clip was put in place and reported saved. Here
+        ffmpeg's messages are kept, a non-zero exit is an error naming its last line, and
+        the finished file is flushed to disk before it takes its name."""
+        from imageio_ffmpeg import get_ffmpeg_exe
+
+        w, h = self.size
+        sw, sh = self.source
+        cmd = [get_ffmpeg_exe(), "-y", "-v", "error", "-f", "rawvideo", "-vcodec", "rawvideo",
+               "-s", f"{sw}x{sh}", "-pix_fmt", "rgb24", "-r", str(self.fps), "-i", "-",
+               "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", str(MP4_CRF),
+               "-vf", f"scale={w}:{h}", "-preset", "ultrafast", "-f", "mp4", str(tmp)]
+        quiet = ({"start_new_session": True} if os.name == "posix" else
+                 {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)})
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, **quiet)   # Ctrl+C is the window's
+        said: deque[str] = deque(maxlen=20)
+        reader = threading.Thread(target=_collect, args=(proc.stderr, said),
+                                  name="clip-ffmpeg-log", daemon=True)
+        reader.start()
+        n = 0
+        try:
+            try:
+                for data in self._frames():
+                    proc.stdin.write(data)
+                    n += 1
+            except OSError:                          # ffmpeg has gone: its log says why
+                pass
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+            code = proc.wait(FFMPEG_WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            reader.join(5)
+        if code != 0:
+            raise ClipError(_last(said) or f"ffmpeg exited with status {code}")
+        _flush_to_disk(tmp)
+        from ..atomic import place_new
+        place_new(tmp, final)
+        return n
+
+
+class ClipError(RuntimeError):
+    """The encoder failed; the message is its own (ffmpeg's last line)."""
+
+
+def _collect(stream, lines: deque) -> None:
+    """Keep the last lines of ``stream`` (ffmpeg's stderr) until it closes."""
+    with contextlib.suppress(Exception):
+        for raw in stream:
+            line = raw.decode("utf-8", "replace").strip()
+            if line:
+                lines.append(line)
+    with contextlib.suppress(Exception):
+        stream.close()
+
+
+def _last(lines) -> str:
+    """ffmpeg's last line without its ``[out#0/mp4 @ 0x55d8...]`` prefix."""
+    if not lines:
+        return ""
+    line = lines[-1]
+    if line.startswith("[") and "] " in line:
+        line = line.split("] ", 1)[1]
+    return line
+
+
+def _reason(e: Exception) -> str:
+    """Why a clip was not written, in a few words: ``No space left on device``."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    return str(e) or type(e).__name__
+
+
+def _flush_to_disk(path: Path) -> None:
+    """fsync a file another process wrote, so that a crash after it takes its name
+    cannot leave a clip of zeros there (what :mod:`sandbox.atomic` does for ours)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
