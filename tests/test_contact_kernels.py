@@ -28,6 +28,7 @@ from sandbox.sim.collide.colliders import _NO_KEYS, Colliders
 from sandbox.sim.collide.contacts import BRUTE_PAIRS, SKIN, TOUCH, Contacts
 from sandbox.sim.collide.frame import FlatContacts
 from sandbox.sim.collide.geometry import WALL, _distance, _sweep
+from sandbox.sim.collide.records import Rules
 from sandbox.sim.collide.shapes import _KIND, Walls
 from sandbox.sim.world import SimulationDiverged, World, WorldConfig
 
@@ -260,7 +261,7 @@ def test_more_contacts_than_particles_match_the_reference(dtype):
     np.testing.assert_array_equal(p_got.x, p_ref.x)
     want = [(int(q), g.shapes.kind, bool(t)) for g in ref.groups
             for q, t in zip(g.pi, g.touched, strict=True)]
-    kinds = got.shape_args[0]
+    kinds = got.shapes.kinds
     names = {code: name for name, code in _KIND.items()} | {WALL: "wall"}
     have = [(int(q), names[int(kinds[g])], bool(t))
             for q, g, t in zip(got.cp, got.cg, got.touched, strict=True)]
@@ -305,16 +306,13 @@ def test_balls_in_corners_match_the_reference(dtype):
     x0 = x1.copy()
     w, r = np.ones(3, dtype), np.full(3, 0.1, dtype)
     t = Colliders().tables((-1.0, -1.0, 1.0, 1.0))
-    kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
-    rest = t.begin_args[11:]
-    eps = float(np.finfo(dtype).eps)
+    rules = Rules(0.0, 0.0, float(np.finfo(dtype).eps), SKIN, TOUCH, 1e-3, BRUTE_PAIRS,
+                  10_000)
     space = begin_stage.begin_space(x1, 0, 4, False)
-    C_, _, _ = begin_stage._begin_walls(x0, x1, w, r, geo, 4, 0.0, 0.0, eps, SKIN, TOUCH,
-                                  1e-3, *space[4:-1])
+    C_, _, _ = begin_stage._begin_walls(x0, x1, w, r, t.shapes, rules, *space[4:-1])
     assert C_ == -1
-    out = begin_stage.begin(x0, x1, w, r, np.zeros((3, 2)), kinds, rows, geo, 0, 4, *shapes,
-                       *rest, 0.0, 0.0, eps, SKIN, TOUCH, 1e-3, BRUTE_PAIRS, 10_000,
-                       np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
+    out = begin_stage.begin(x0, x1, w, r, np.zeros((3, 2)), t.shapes, t.grid, rules,
+                            np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
     assert sorted(out[0].tolist()) == [0, 0, 1, 1, 2, 2]
     ref, got = _both(_cornered, 20, dtype=dtype)
     _assert_same(ref, got)
@@ -491,8 +489,8 @@ def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
     them and nowhere near, and from the point itself)."""
     col, pts = _shapes_and_points(dtype)
     bounds = (-3.0, -2.0, 4.0, 3.0)
-    args = col.tables(bounds).shape_args
-    kinds, rows = args[0], args[1]
+    args = col.tables(bounds).shapes
+    kinds, rows = args.kinds, args.rows
     sets = [col.sets[n] for n in _KIND] + [Walls.from_bounds(bounds)]
     rng = np.random.default_rng(12)
     starts = [pts, (pts + rng.normal(0, 0.3, pts.shape)).astype(dtype),
@@ -509,7 +507,7 @@ def test_point_queries_match_the_reference_on_edges_corners_and_ties(dtype):
                 else:
                     want = shapes.distance(pts, s)
                 d, _, n = want
-                got = np.array([_distance(g, a[0], a[1], ref, contact, *args, b[0], b[1])
+                got = np.array([_distance(g, a[0], a[1], ref, contact, args, b[0], b[1])
                                 for a, b in zip(pts, p0, strict=True)])
                 np.testing.assert_array_equal(got[:, 0], d)
                 np.testing.assert_array_equal(got[:, 1:], n)
@@ -523,8 +521,8 @@ def test_sweeps_match_the_reference(dtype):
     through the special points from many directions, for discs and points (radius 0:
     no corner discs on polygons), and zero-length paths."""
     col, pts = _shapes_and_points(dtype)
-    args = col.tables(None).shape_args
-    kinds, rows = args[0], args[1]
+    args = col.tables(None).shapes
+    kinds, rows = args.kinds, args.rows
     sets = [col.sets[n] for n in _KIND]
     rng = np.random.default_rng(6)
     m = pts.shape[0]
@@ -538,7 +536,7 @@ def test_sweeps_match_the_reference(dtype):
         for g in range(kinds.size):
             shapes, row = sets[kinds[g]], int(rows[g])
             hit, t, n = shapes.sweep(p0, p1, np.full(m, row), rr)
-            got = np.array([_sweep(g, a[0], a[1], b[0], b[1], rr[0], *args)
+            got = np.array([_sweep(g, a[0], a[1], b[0], b[1], rr[0], args)
                             for a, b in zip(p0, p1, strict=True)])
             np.testing.assert_array_equal(got[:, 0], t)
             np.testing.assert_array_equal(got[hit, 1:], n[hit])
@@ -646,7 +644,7 @@ def test_begin_finds_the_references_contacts_and_cuts(dtype, grid):
     np.testing.assert_array_equal(got.dx, ref.dx)
     assert got.skin == ref.skin and got.touch == ref.touch
     # The reference's contacts in its order: group after group, each in pair order.
-    kinds, rows = got.shape_args[0], got.shape_args[1]
+    kinds, rows = got.shapes.kinds, got.shapes.rows
     names = {code: name for name, code in _KIND.items()} | {WALL: "wall"}
     want = [(int(p), g.shapes.kind, int(s), bool(t), float(e), float(m),
              0.0 if g.ref is None else float(f))
@@ -724,17 +722,18 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     r = rng.uniform(0.0, 0.1, n).astype(dtype)
     col = Colliders()
     t = col.tables((-4.0, -4.0, 4.0, 4.0))
-    kinds, rows, geo, S, nw, *shapes = t.begin_args[:11]
-    rest = t.begin_args[11:]
+    kinds, rows, geo, S, nw = t.shapes[:5]
     assert S == 0 and nw == 4
     margin = 1e-3
+    rules = Rules(0.0, 0.0, float(np.finfo(dtype).eps), SKIN, TOUCH, margin, BRUTE_PAIRS,
+                  10_000)
 
     def hits(nwalls):
-        out = begin_stage.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), kinds[:nwalls],
-                           rows[:nwalls], geo[:nwalls], 0, nwalls, *shapes, *rest, 0.0, 0.0,
-                           float(np.finfo(dtype).eps), SKIN, TOUCH, margin,
-                           BRUTE_PAIRS, 10_000, np.zeros((0, 2), dtype),
-                           np.zeros((0, 2), dtype), 0.0, np.inf)
+        shapes = t.shapes._replace(kinds=kinds[:nwalls], rows=rows[:nwalls],
+                                   geo=geo[:nwalls], nwalls=nwalls)
+        out = begin_stage.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), shapes, t.grid,
+                                rules, np.zeros((0, 2), dtype), np.zeros((0, 2), dtype),
+                                0.0, np.inf)
         return [(int(p), int(g)) for p, g in zip(out[0], out[1], strict=True)]
 
     m = np.asarray(margin, dtype)
@@ -802,3 +801,20 @@ def test_a_refused_fast_start_leaves_the_substep_to_begin_into(build, dtype, mon
     got = _forty_frames(build, dtype, monkeypatch, True)
     assert np.any(got.particles.x[:, 1] < 1.6)        # in and below the funnel: shapes hit
     _assert_same(ref, got)
+
+
+def test_the_frames_flat_entry_takes_the_records_fields_in_order():
+    """``frame.frame``, the compiled frame's one entry from Python, keeps its arguments
+    flat (a record passed in from Python costs ~2 us a call) and builds the records
+    itself: each record's fields are a run of its parameters, in the record's order
+    (``Colliders.frame_args`` passes them so: ``*shapes, *grid, *rules``)."""
+    import inspect
+
+    from sandbox.sim.collide import records
+
+    fn = getattr(frames.frame, "py_func", frames.frame)
+    params = list(inspect.signature(fn).parameters)
+    for record in (records.Shapes, records.Grid, records.Rules):
+        fields = list(record._fields)
+        k = params.index(fields[0])
+        assert params[k:k + len(fields)] == fields, record.__name__

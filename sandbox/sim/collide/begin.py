@@ -91,18 +91,13 @@ def _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, lo,
 
 
 @jit
-def begin(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
-          bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
-          skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
+def begin(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h,
           v_th):  # pragma: no cover
     """:func:`begin_into` in arrays of its own (the substep path): ``cp, cg, e, mu, ref,
     touched, nrm, depth, spent, stuck, vhit, tau, skin, touch``, one row a contact."""
     (C, cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-     touch) = begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
-                         pnorm, pedge, bverts, bnorm, bedge, keys, sids, cell, origin,
-                         dims, e_def, mu_def, eps, skin_min, touch_min, margin,
-                         brute_pairs, max_cells, v0, acc, h, v_th,
-                         begin_space(x1, nshapes, nwalls, False))
+     touch) = begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
+                         begin_space(x1, shapes.nshapes, shapes.nwalls, False))
     return (cp[:C], cg[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C], depth[:C],
             spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
 
@@ -228,14 +223,14 @@ def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
 
 
 @jit
-def _begin_tolerances(x1, eps, skin_min, touch_min):  # pragma: no cover - compiled
+def _begin_tolerances(x1, rules):  # pragma: no cover - compiled
     """``_tolerances(x1)`` with the float type's ``eps`` and the constants
-    ``skin_min``, ``touch_min``: ``(skin, touch)``."""
+    ``skin_min``, ``touch_min`` of ``rules``: ``(skin, touch)``."""
     top = _largest_abs(x1)
-    s16 = 16.0 * eps * (1.0 + top)
-    skin = s16 if s16 > skin_min else skin_min
+    s16 = 16.0 * rules.eps * (1.0 + top)
+    skin = s16 if s16 > rules.skin_min else rules.skin_min
     s100 = 100.0 * skin
-    return skin, (s100 if s100 > touch_min else touch_min)
+    return skin, (s100 if s100 > rules.touch_min else rules.touch_min)
 
 
 @jit_borrow
@@ -254,9 +249,8 @@ def _displacements(x0, x1, w, disp):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_min, margin,
-                 c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,
-                 near):  # pragma: no cover - compiled
+def _begin_walls(x0, x1, w, r, shapes, rules, c_p, c_g, ref, depth, touched, stuck, nrm,
+                 spent, vhit, tau, e, mu, near):  # pragma: no cover - compiled
     """:func:`begin_into` for a world without shapes (table rows ``0 ..`` are walls)
     in the arrays of its ``space``: the tolerances, the walls, the contacts' rows
     cleared and their materials. Returns ``(C, skin, touch)``; ``C`` is -1, the rows
@@ -266,13 +260,14 @@ def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_
     Its own kernel counting no references, which the frame calls directly: a call of
     ``begin_into`` counted its 34 arguments (with ``space``'s 17) on entry and exit,
     and made twelve views to return, ~0.5 us of the soft blob's 2 us a substep."""
-    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
+    geo, nwalls = shapes.geo, shapes.nwalls
+    skin, touch = _begin_tolerances(x1, rules)
     n = x1.shape[0]
     if nwalls == 0 or n == 0:
         return 0, skin, touch
     if c_p.size < n * nwalls + 1 or (nwalls == 4 and near.size < n):
         return -1, skin, touch      # not begin_space's arrays for these particles
-    marg = _as(x1, margin)
+    marg = _as(x1, rules.margin)
     if nwalls == 4:
         C = _near_walls(x0, x1, r, w, r, geo, 0, False, marg, near, c_p, c_g, 0)
     else:
@@ -280,15 +275,16 @@ def _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps, skin_min, touch_
     if C > ref.size:
         return -1, skin, touch
     _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo,
-                e_def, mu_def, 0, C)
+                rules, 0, C)
     return C, skin, touch
 
 
 @jit_borrow
-def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
-                mu_def, m, C):  # pragma: no cover - compiled
+def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
+                m, C):  # pragma: no cover - compiled
     """The contact rows ``m .. C`` cleared, and every row's materials (NaN in the
-    table: the world's ``e_def``, ``mu_def``)."""
+    table: the world's ``rules.e_def``, ``rules.mu_def``)."""
+    e_def, mu_def = rules.e_def, rules.mu_def
     _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
     for c in range(C):
         g = c_g[c]
@@ -297,10 +293,8 @@ def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, g
 
 
 @jit
-def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge,
-               bverts, bnorm, bedge, keys, sids, cell, origin, dims, e_def, mu_def, eps,
-               skin_min, touch_min, margin, brute_pairs, max_cells, v0, acc, h,
-               v_th, space):  # pragma: no cover
+def begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
+               space):  # pragma: no cover
     """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
     from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
     ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
@@ -320,27 +314,24 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
     would count a reference to each view (see :func:`frame`).
     """
     n = x1.shape[0]
+    geo, nshapes, nwalls = shapes.geo, shapes.nshapes, shapes.nwalls
     (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
      mu, near, _) = space
     if nshapes == 0:
-        C, skin, touch = _begin_walls(x0, x1, w, r, geo, nwalls, e_def, mu_def, eps,
-                                      skin_min, touch_min, margin, c_p, c_g, ref, depth,
+        C, skin, touch = _begin_walls(x0, x1, w, r, shapes, rules, c_p, c_g, ref, depth,
                                       touched, stuck, nrm, spent, vhit, tau, e, mu, near)
         if C >= 0:
             return (C, c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit,
                     tau, skin, touch)
-    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
-    marg = _as(x1, margin)
+    skin, touch = _begin_tolerances(x1, rules)
+    marg = _as(x1, rules.margin)
     movable = _displacements(x0, x1, w, disp) if nshapes else 0  # only walls: unneeded
     m = 0
     if nshapes:
-        brute = movable * nshapes <= brute_pairs
+        brute = movable * nshapes <= rules.brute_pairs
         cap = cp.size       # no regrowing in the loop (module docstring)
         while True:
-            m = _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts,
-                             pnorm, pedge, bverts, bnorm, bedge, keys, sids, _as(x1, cell),
-                             origin, dims, brute, max_cells, _as(x1, 0.5), _as(x1, 1.5),
-                             marg, cp, cg, gap)
+            m = _broad_phase(x0, x1, w, r, disp, shapes, grid, rules, brute, (cp, cg, gap))
             if m >= 0:
                 break
             cap *= 4
@@ -355,8 +346,7 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
         ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
             m + nq + 1)
     tspace = toi_space(n if m else 0, m)
-    C = m + _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
-                         pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch,
+    C = m + _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch,
                          marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
                          depth, touched, stuck, nrm, spent, vhit, tau, near,
                          np.empty(m, np.int64), np.empty(m), np.empty(WALL + 1, np.int64),
@@ -374,15 +364,14 @@ def begin_into(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnor
         tau2[:m] = tau[:m]
         ref, depth, touched, stuck, nrm, spent = ref2, depth2, touched2, stuck2, nrm2, spent2
         vhit, tau = vhit2, tau2
-    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
-                mu_def, m, C)
+    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
+                m, C)
     return (C, c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
             touch)
 
 
 @jit_borrow
-def _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm,
-                 pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch, marg, v0, acc, h,
+def _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch, marg, v0, acc, h,
                  v_th, m, cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm,
                  spent, vhit, tau, near, order, gap_o, start,
                  tspace):  # pragma: no cover - compiled
@@ -394,6 +383,7 @@ def _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pn
 
     Room: ``c_p, c_g`` for ``m + n nwalls + 1``, the rows for ``m``, ``order``,
     ``gap_o`` and ``tspace`` (:func:`toi_space`) for ``m``, ``start`` for ``WALL + 1``."""
+    kinds, geo, nshapes, nwalls = shapes.kinds, shapes.geo, shapes.nshapes, shapes.nwalls
     if m:
         start[:] = 0
         for c in range(m):
@@ -416,9 +406,8 @@ def _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pn
                 ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
                                geo[g, 3])
         _toi_into(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o[:m], ref[:m], m,
-                  mu_def, kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
-                  touched[:m], nrm[:m], depth[:m], spent[:m], stuck[:m], v0, acc, h, v_th,
-                  e_def, vhit[:m], tau[:m], tspace)
+                  shapes, rules, touched[:m], nrm[:m], depth[:m], spent[:m], stuck[:m], v0,
+                  acc, h, v_th, vhit[:m], tau[:m], tspace)
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
     # limit (``_wall_limit``), then the walls, the hits in (particle, wall) order after
     # the shapes' contacts: the four walls of ``bounds`` in ``_near_walls``, any other
@@ -439,10 +428,8 @@ def _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pn
 
 
 @jit_borrow
-def _begin_fast(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pnorm,
-                pedge, bverts, bnorm, bedge, e_def, mu_def, eps, skin_min, touch_min,
-                margin, brute_pairs, v0, acc, h, v_th, c_p, c_g, ref, depth, touched,
-                stuck, nrm, spent, vhit, tau, e, mu, near,
+def _begin_fast(x0, x1, w, r, dx, shapes, rules, v0, acc, h, v_th, c_p, c_g, ref, depth,
+                touched, stuck, nrm, spent, vhit, tau, e, mu, near,
                 space):  # pragma: no cover - compiled
     """:func:`begin_into` where it makes no array: the brute-force broad phase
     (``_brute_masks``), in the scratch of ``space`` (:func:`begin_space` with
@@ -456,30 +443,29 @@ def _begin_fast(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts, pno
     views, the arrays it returned) and made ~20 arrays."""
     cp, cg, gap, disp = space[:4]
     box, inv_len, lo, hi, bits, order, gap_o, start, tspace = space[-1]
-    skin, touch = _begin_tolerances(x1, eps, skin_min, touch_min)
+    geo, nshapes, nwalls = shapes.geo, shapes.nshapes, shapes.nwalls
+    skin, touch = _begin_tolerances(x1, rules)
     n = x1.shape[0]
     if not (0 < nshapes <= _MASK_SHAPES and box.shape[0] >= nshapes and disp.size >= n
             and bits.size >= n):
         return -1, skin, touch
     movable = _displacements(x0, x1, w, disp)
-    if movable * nshapes > brute_pairs:
+    if movable * nshapes > rules.brute_pairs:
         return -1, skin, touch      # the shape grid (its candidates sort makes arrays)
-    marg = _as(x1, margin)
-    shape_boxes(kinds, geo, nshapes, box, inv_len)
-    m = _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
-                     bverts, bnorm, bedge, _as(x1, 0.5), _as(x1, 1.5), marg, cp, cg, gap,
-                     box, inv_len, lo, hi, bits)
+    marg = _as(x1, rules.margin)
+    shape_boxes(shapes, box, inv_len)
+    m = _brute_masks(x0, x1, w, r, disp, shapes, marg, (cp, cg, gap),
+                     (box, inv_len, lo, hi, bits))
     room = m + (n if nwalls else 0) * nwalls + 1
     if (m < 0 or room > c_p.size or room > ref.size or m > order.size
             or m > tspace[1].size):
         return -1, skin, touch
-    C = m + _begin_sweep(x0, x1, w, r, dx, kinds, rows, geo, nshapes, nwalls, pverts,
-                         pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, skin, touch,
+    C = m + _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch,
                          marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
                          depth, touched, stuck, nrm, spent, vhit, tau, near, order, gap_o,
                          start, tspace)
-    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, e_def,
-                mu_def, m, C)
+    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
+                m, C)
     return C, skin, touch
 
 
@@ -496,9 +482,8 @@ def toi_space(n, cap):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows, geo,
-              pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth, spent,
-              stuck, v0, acc0, h, v_th, e_def, vhit, tauo,
+def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
+              nrm, depth, spent, stuck, v0, acc0, h, v_th, vhit, tauo,
               space):  # pragma: no cover - compiled
     """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
     the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
@@ -539,9 +524,8 @@ def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, ro
         count[a] = 0
         flags[0, a] = True          # live
         flags[1, a] = False         # moved
-    _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows,
-                geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth,
-                spent, stuck, h, v_th, e_def, vhit, tauo, loc, owner[:L], path[0],
+    _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
+                nrm, depth, spent, stuck, h, v_th, vhit, tauo, loc, owner[:L], path[0],
                 path[1], path[2], path[3], bouncing, state[0], state[1], state[2],
                 state[3], state[4], planes, count, flags[0], flags[1], best[0], best_k,
                 best[1], best[2], unused, n0)
@@ -550,12 +534,13 @@ def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, ro
 
 
 @jit_borrow
-def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, rows,
-                geo, pverts, pnorm, pedge, bverts, bnorm, bedge, touched, nrm, depth,
-                spent, stuck, h, v_th, e_def, vhit, tauo, loc, owner, posx, posy, endx,
+def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
+                nrm, depth, spent, stuck, h, v_th, vhit, tauo, loc, owner, posx, posy, endx,
                 endy, bouncing, tau, velx, vely, accx, accy, planes, count, live, moved,
                 best_t, best_k, best_nx, best_ny, unused, n0):  # pragma: no cover
     """:func:`_toi_into`'s passes, in its scratch."""
+    geo = shapes.geo
+    e_def, mu_def = rules.e_def, rules.mu_def
     L = owner.size
     # Starts on or inside: the normal there, and whether the plane is still unused.
     for k in range(m):
@@ -563,8 +548,7 @@ def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, 
             unused[k] = True
             q = cp[k]
             _, n0[k, 0], n0[k, 1] = _distance(cg[k], x0[q, 0], x0[q, 1], ref[k], True,
-                                              kinds, rows, geo, pverts, pnorm, pedge,
-                                              bverts, bnorm, bedge, x0[q, 0], x0[q, 1])
+                                              shapes, x0[q, 0], x0[q, 1])
     left = L
     for it in range(MAX_HITS + 1):
         if not left:
@@ -591,8 +575,7 @@ def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, mu_def, kinds, 
                     if not px * px + py * py >= gap[k] * gap[k]:
                         continue
                 t, nx, ny = _sweep(cg[k], posx[a], posy[a], endx[a], endy[a], r[q],
-                                   kinds, rows, geo, pverts, pnorm, pedge, bverts,
-                                   bnorm, bedge)
+                                   shapes)
                 if not math.isfinite(t):
                     continue
             if t < best_t[a]:

@@ -143,12 +143,14 @@ class ShapeGrid:
 
 
 @jit
-def _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims, max_cells,
-                     stamp, q, buf):  # pragma: no cover - compiled
-    """``ShapeGrid.query`` for one particle box: the shapes listed in the cells it
-    covers, sorted and distinct, into ``buf``; returns their count, or -1 when the
-    box covers more than ``max_cells`` cells (then every shape is a candidate).
-    ``cell`` is in the positions' float type, as numpy divides them."""
+def _grid_candidates(lox, loy, hix, hiy, grid, cell, max_cells, stamp, q,
+                     buf):  # pragma: no cover - compiled
+    """``ShapeGrid.query`` for one particle box in ``grid`` (:class:`.records.Grid`):
+    the shapes listed in the cells it covers, sorted and distinct, into ``buf``;
+    returns their count, or -1 when the box covers more than ``max_cells`` cells
+    (then every shape is a candidate). ``cell`` is ``grid.cell`` in the positions'
+    float type, as numpy divides them."""
+    keys, sids, origin, dims = grid.keys, grid.sids, grid.origin, grid.dims
     c0x = max(np.int64(np.floor(lox / cell)), origin[0])
     c0y = max(np.int64(np.floor(loy / cell)), origin[1])
     c1x = min(np.int64(np.floor(hix / cell)), origin[0] + dims[0] - 1)
@@ -174,15 +176,16 @@ def _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims, max_cel
 
 
 @jit_borrow
-def shape_boxes(kinds, geo, nshapes, box, inv_len):  # pragma: no cover - compiled
-    """The broad phase's table of the shapes' boxes (``box``, ``(nshapes, 4)``: lo x, lo
+def shape_boxes(shapes, box, inv_len):  # pragma: no cover - compiled
+    """The broad phase's table of ``shapes``' boxes (``box``, ``(nshapes, 4)``: lo x, lo
     y, hi x, hi y) and each segment's ``1 / |b - a|`` (``inv_len``; 0 for other shapes).
 
     A segment's box is loose when it slants: a lower bound on the distance first, the
     distance to its line less its thickness, ``|(b - a) x (p - a)| / |b - a| - thickness``.
     Only a pair it puts beyond the filter by more than ``GAP_TOL`` (far more than the
     round-off of either) skips the exact distance: the pairs kept are the same."""
-    for g in range(nshapes):
+    kinds, geo = shapes.kinds, shapes.geo
+    for g in range(shapes.nshapes):
         box[g, 0] = geo[g, LO_X]
         box[g, 1] = geo[g, LO_Y]
         box[g, 2] = geo[g, HI_X]
@@ -196,24 +199,30 @@ def shape_boxes(kinds, geo, nshapes, box, inv_len):  # pragma: no cover - compil
 
 
 @jit
-def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
-                 bverts, bnorm, bedge, keys, sids, cell, origin, dims, brute, max_cells,
-                 half, one_half, marg, cp, cg, gap):  # pragma: no cover - compiled
+def _broad_phase(x0, x1, w, r, disp, shapes, grid, rules, brute,
+                 found):  # pragma: no cover - compiled
     """The broad phase of ``begin`` with ``Contacts.add_group``'s start-gap filter,
-    particle by particle, shapes in table order, into ``cp, cg, gap``; returns their
-    number, or -1 when they do not fit. ``half``, ``one_half``, ``marg`` are 0.5,
-    1.5 and ``MARGIN``, ``cell`` the grid's cell, in the positions' float type."""
+    particle by particle, shapes in table order (``shapes``, ``grid``: the
+    :mod:`.records`; ``brute``: every shape a candidate, no grid), into ``found``'s
+    ``cp, cg, gap``; returns their number, or -1 when they do not fit. 0.5, 1.5,
+    ``rules.margin`` and the grid's cell are rounded to the positions' float type."""
     n = x1.shape[0]
+    cp, cg, gap = found
+    geo, nshapes = shapes.geo, shapes.nshapes
+    max_cells = rules.max_cells
+    half = _as(x1, 0.5)
+    one_half = _as(x1, 1.5)
+    marg = _as(x1, rules.margin)
+    cell = _as(x1, grid.cell)
     stamp = np.full(nshapes, -1, np.int64)
     buf = np.empty(nshapes, np.int64)
     inv_len = np.empty(nshapes)
     box = np.empty((nshapes, 4))
-    shape_boxes(kinds, geo, nshapes, box, inv_len)
+    shape_boxes(shapes, box, inv_len)
     if brute and 0 < nshapes <= _MASK_SHAPES:
-        return _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm,
-                            pedge, bverts, bnorm, bedge, half, one_half, marg, cp, cg, gap,
-                            box, inv_len, np.empty((2, n)), np.empty((2, n)),
-                            np.empty(n, np.int64))
+        return _brute_masks(x0, x1, w, r, disp, shapes, marg, found,
+                            (box, inv_len, np.empty((2, n)), np.empty((2, n)),
+                             np.empty(n, np.int64)))
     m = 0
     for q in range(n if nshapes else 0):
         if not w[q] > 0:
@@ -225,8 +234,8 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
         hiy = _max(x0[q, 1], x1[q, 1]) + pad
         count = nshapes                     # brute force: every shape, in order
         if not brute:
-            count = _grid_candidates(lox, loy, hix, hiy, keys, sids, cell, origin, dims,
-                                     max_cells, stamp, q, buf)
+            count = _grid_candidates(lox, loy, hix, hiy, grid, cell, max_cells, stamp, q,
+                                     buf)
             if count < 0:
                 for g in range(nshapes):
                     buf[g] = g
@@ -247,8 +256,7 @@ def _broad_phase(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
                 cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
                 if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
                     continue
-            d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, kinds, rows, geo,
-                                 pverts, pnorm, pedge, bverts, bnorm, bedge, x0[q, 0],
+            d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, shapes, x0[q, 0],
                                  x0[q, 1])
             gq = d0 - r[q]
             if gq < near:
@@ -267,19 +275,20 @@ _MASK_SHAPES = 63
 
 
 @jit_inline
-def _gap_filter(x0, r, q, g, near, m, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-                bnorm, bedge, inv_len, cp, cg, gap):  # pragma: no cover - compiled
+def _gap_filter(x0, r, q, g, near, m, shapes, inv_len,
+                found):  # pragma: no cover - compiled
     """``_broad_phase``'s start-gap filter for particle ``q`` and shape ``g``, whose
-    boxes overlap: stored at ``m`` when it passes. Returns the new count, -1 when it
-    does not fit."""
+    boxes overlap: stored at ``m`` of ``found``'s ``cp, cg, gap`` when it passes.
+    Returns the new count, -1 when it does not fit."""
+    cp, cg, gap = found
+    geo = shapes.geo
     if inv_len[g] > 0:
         ax = geo[g, 0]
         ay = geo[g, 1]
         cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
         if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
             return m
-    d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, kinds, rows, geo, pverts,
-                         pnorm, pedge, bverts, bnorm, bedge, x0[q, 0], x0[q, 1])
+    d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, shapes, x0[q, 0], x0[q, 1])
     gq = d0 - r[q]
     if gq < near:
         if m == cp.size:
@@ -292,16 +301,21 @@ def _gap_filter(x0, r, q, g, near, m, kinds, rows, geo, pverts, pnorm, pedge, bv
 
 
 @jit_borrow
-def _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, pedge,
-                 bverts, bnorm, bedge, half, one_half, marg, cp, cg, gap, box, inv_len,
-                 lo, hi, bits):  # pragma: no cover - compiled
-    """``_broad_phase``'s brute force for up to ``_MASK_SHAPES`` shapes: the
+def _brute_masks(x0, x1, w, r, disp, shapes, marg, found,
+                 masks):  # pragma: no cover - compiled
+    """``_broad_phase``'s brute force for up to ``_MASK_SHAPES`` shapes (into
+    ``found``'s ``cp, cg, gap``; ``masks``: ``box, inv_len`` from :func:`shape_boxes`
+    and the scratch ``lo, hi, bits``, as below): the
     particles' boxes in one vector loop, each shape's box test over all of them in
     another (a bit a shape), then the particles with a bit set, shape by shape, through
     the gap filter: the same tests on the same numbers in the same order, so the same
     pairs. Particle by particle with a branch per shape, the pile's 2,000 particles and
     six shapes took 21.7 us (12,000 box tests, 669 overlaps)."""
     n = x1.shape[0]
+    box, inv_len, lo, hi, bits = masks
+    geo, nshapes = shapes.geo, shapes.nshapes
+    half = _as(x1, 0.5)
+    one_half = _as(x1, 1.5)
     f0 = x0.reshape(-1)
     f1 = x1.reshape(-1)
     # lo, hi: float64 (2, n), holding a box edge of either float type exactly (the same
@@ -349,8 +363,7 @@ def _brute_masks(x0, x1, w, r, disp, kinds, rows, geo, nshapes, pverts, pnorm, p
         near = one_half * disp[q] + marg
         for g in range(nshapes):
             if (bq >> np.int64(g)) & np.int64(1):
-                m = _gap_filter(x0, r, q, np.uint64(g), near, m, kinds, rows, geo, pverts,
-                                pnorm, pedge, bverts, bnorm, bedge, inv_len, cp, cg, gap)
+                m = _gap_filter(x0, r, q, np.uint64(g), near, m, shapes, inv_len, found)
                 if m < 0:
                     return -1
     return m

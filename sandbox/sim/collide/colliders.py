@@ -55,19 +55,28 @@ from .broad import (
 from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
 from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
+from .records import Grid, Rules, Shapes
 from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, ShapeSet, Walls
 
 _NO_KEYS = np.zeros(0, np.int64)
 
 
 class _Table(NamedTuple):
-    """The compiled kernels' view of the shapes: ``kinds``, ``rows`` (row within its type),
-    ``geo`` (its columns as ``geometry`` numbers them) and the polygons' ``verts``,
-    ``normals``, ``edges`` (``shape_args``); ``begin_args`` adds the counts of shapes and
-    walls and the ``ShapeGrid`` (keys, shape ids, cell, origin, dims)."""
+    """The compiled kernels' view of the shapes (:class:`.records.Shapes`: the table,
+    the counts of shapes and walls) and of their ``ShapeGrid``
+    (:class:`.records.Grid`)."""
 
-    shape_args: tuple
-    begin_args: tuple
+    shapes: Shapes
+    grid: Grid
+
+
+def rules(config, dtype) -> Rules:
+    """The contact rules (:class:`.records.Rules`) of a world's ``config`` for positions
+    of ``dtype``: its restitution and friction, the float type's epsilon and the
+    contacts' constants."""
+    return Rules(float(config.restitution), float(config.friction),
+                 float(np.finfo(dtype).eps), SKIN, TOUCH, MARGIN, BRUTE_PAIRS,
+                 ShapeGrid.MAX_CELLS)
 
 
 
@@ -276,9 +285,10 @@ class Colliders:
         # arrays writable), or a copy's first step loads other versions of them.
         shapes = tuple(np.array(a, dtype=float, order="C")
                        for a in (poly.verts, poly.normals, poly.edges, bverts, bnorm, bedge))
-        t = _Table(shape_args=(kinds, rows, geo, *shapes),
-                   begin_args=(kinds, rows, geo, S, nw, *shapes, keys, sids, float(cell),
-                               origin, dims))
+        pverts, pnorm, pedge, bverts, bnorm, bedge = shapes
+        t = _Table(shapes=Shapes(kinds, rows, geo, S, nw, pverts, pnorm, pedge, bverts,
+                                 bnorm, bedge),
+                   grid=Grid(keys, sids, float(cell), origin, dims))
         self._table = (bounds, t)
         return t
 
@@ -289,7 +299,8 @@ class Colliders:
         x1, w, r = p.x, p.inv_mass, p.radius
         t = self.tables(config.bounds)
         dx = np.zeros(x1.shape)
-        e, mu = float(config.restitution), float(config.friction)
+        rule = rules(config, x1.dtype)
+        e, mu = rule.e_def, rule.mu_def
         if v0 is None:
             v0, acc, v_th = np.zeros((0, 2), x1.dtype), np.zeros((0, 2), x1.dtype), math.inf
         else:
@@ -297,9 +308,8 @@ class Colliders:
             v0 = np.ascontiguousarray(v0, dtype=x1.dtype)
             v_th = 2.0 * math.hypot(*config.gravity) * h
         (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-         touch) = begin_stage.begin(
-            x0, x1, w, r, dx, *t.begin_args, e, mu, float(np.finfo(x1.dtype).eps), SKIN,
-            TOUCH, MARGIN, BRUTE_PAIRS, ShapeGrid.MAX_CELLS, v0, acc, float(h), v_th)
+         touch) = begin_stage.begin(x0, x1, w, r, dx, t.shapes, t.grid, rule, v0, acc,
+                                    float(h), v_th)
         pairs = None
         if config.collide_particles:
             L = self._neighbours(x1, r, exclude, compiled=True)
@@ -307,7 +317,7 @@ class Colliders:
                 pairs = L
         if not cp.size and pairs is None:
             return None
-        return FlatContacts(x0, r, skin, touch, dx, t.shape_args, cp, cg, ce, cmu, ref,
+        return FlatContacts(x0, r, skin, touch, dx, t.shapes, cp, cg, ce, cmu, ref,
                              touched, nrm, depth, spent, stuck, pairs, e, mu, vhit, tau)
 
 
@@ -337,13 +347,12 @@ class Colliders:
                                  and fixed[0][4] is exclude and fixed[0][5] is table):
             t = self.tables(config.bounds)
             scratch = (np.empty_like(x), np.zeros(x.shape),
-                       begin_stage.begin_space(x, t.begin_args[3], t.begin_args[4], True))
+                       begin_stage.begin_space(x, t.shapes.nshapes, t.shapes.nwalls, True))
             sweeps = int(config.iterations)
+            # The frame's one flat entry takes the records' fields, in order.
             fixed = self._frame_args = ((config, x.shape, dtype, r, exclude, t), scratch, (
-                max(sweeps, 1), sweeps), (*t.begin_args, float(config.restitution),
-                float(config.friction), float(np.finfo(dtype).eps), SKIN, TOUCH, MARGIN,
-                BRUTE_PAIRS, ShapeGrid.MAX_CELLS, bool(config.collide_particles),
-                _NO_KEYS if exclude is None else exclude),
+                max(sweeps, 1), sweeps), (*t.shapes, *t.grid, *rules(config, dtype),
+                bool(config.collide_particles), _NO_KEYS if exclude is None else exclude),
                 max(float(r.max(initial=0.0)), MARGIN),
                 2.0 * math.hypot(*config.gravity))
         _, scratch, passes, shapes, new_skin, g = fixed

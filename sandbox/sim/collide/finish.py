@@ -226,22 +226,22 @@ def finish_space(x, C, P, M):  # pragma: no cover - compiled
 
 @jit
 def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
-           sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds, rows, geo,
-           pverts, pnorm, pedge, bverts, bnorm, bedge, pi, pj, pa, pb, nodes, reach, pe,
-           pmu, ptouched, pstuck, a, at, vhit, tau):  # pragma: no cover - compiled
+           sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, shapes, pi, pj, pa, pb,
+           nodes, reach, pe, pmu, ptouched, pstuck, a, at, vhit,
+           tau):  # pragma: no cover - compiled
     """:func:`finish_into` in arrays of its own (the substep path)."""
     return finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h,
                        v_th, touch, sweeps, cp.size, cp, cg, e, mu, ref, touched, stuck,
-                       nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm,
-                       bedge, pi.size, pi, pj, pa, pb, nodes, reach, pe, pmu, ptouched,
+                       nrm, spent, shapes, pi.size, pi, pj, pa, pb, nodes, reach, pe, pmu,
+                       ptouched,
                        pstuck, a, at, vhit, tau,
                        finish_space(x, cp.size, pi.size, nodes.size))
 
 
 @jit_borrow
 def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th,
-                touch, sweeps, C, cp, cg, e, mu, ref, touched, stuck, nrm, spent, kinds,
-                rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, P, pi, pj, pa, pb,
+                touch, sweeps, C, cp, cg, e, mu, ref, touched, stuck, nrm, spent, shapes,
+                P, pi, pj, pa, pb,
                 nodes, reach, pe, pmu, ptouched, pstuck, a, at, vhit, tau,
                 space):  # pragma: no cover - compiled
     """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` when
@@ -271,8 +271,7 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
             cny[c] = nrm[c, 1]
             cact[c] = w[q] > 0
         else:
-            d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], kinds, rows,
-                                          geo, pverts, pnorm, pedge, bverts, bnorm, bedge,
+            d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], shapes,
                                           x0[q, 0], x0[q, 1])
             cnx[c] = nx
             cny[c] = ny

@@ -56,6 +56,7 @@ from .broad import (
 from .finish import finish, finish_into, finish_space
 from .jit import jit, jit_borrow
 from .project import pair_scratch, project
+from .records import Grid, Rules, Shapes
 
 # ------------------------------------------------------------ the compiled twin
 
@@ -72,11 +73,11 @@ class FlatContacts:
     :meth:`Contacts.set_pairs` does changes nothing) with the state of :class:`_Pairs`.
     """
 
-    def __init__(self, x0, r, skin, touch, dx, shape_args, cp, cg, e, mu, ref, touched,
+    def __init__(self, x0, r, skin, touch, dx, shapes, cp, cg, e, mu, ref, touched,
                  nrm, depth, spent, stuck, pairs: _PairList | None, pe: float,
                  pmu: float, vhit=None, tau=None) -> None:
         self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
-        self.shape_args = shape_args
+        self.shapes = shapes
         self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
         self.nrm, self.depth, self.spent, self.stuck = nrm, depth, spent, stuck
         self.vhit = np.zeros(cp.size) if vhit is None else vhit
@@ -103,7 +104,7 @@ class FlatContacts:
             self.scratch = pair_scratch(x, self.pair_args[0].size, self.pair_args[4].size)
         project(x, w, self.x0, self.dx, self.r, self.skin, self.cp.size, self.cp, self.cg,
                 self.mu, self.ref, self.depth, self.touched, self.stuck, self.nrm,
-                self.spent, *self.shape_args, self.pair_args[0].size, *self.pair_args,
+                self.spent, self.shapes, self.pair_args[0].size, *self.pair_args,
                 self.pmu, self.pdepth, self.ptouched, self.pstuck, self.scratch)
 
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
@@ -115,7 +116,7 @@ class FlatContacts:
                      fold.from_positions, fold.gain, h, v_th, self.touch, int(sweeps),
                      self.cp, self.cg, self.e,
                      self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
-                     *self.shape_args, *self.pair_args, self.pe, self.pmu, self.ptouched,
+                     self.shapes, *self.pair_args, self.pe, self.pmu, self.ptouched,
                      self.pstuck, np.broadcast_to(p.a, p.x.shape),
                      float(fold.velocity_time), self.vhit, self.tau):
             p.a_valid = False
@@ -134,17 +135,17 @@ _START, _BEGIN, _LIST, _REBUILD, _ROOM, _GROW, _SOLVE = 0, 1, 2, 3, 4, 5, 6
 def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx, rc, ca,
                  c1s, c2s, at, h, v_th, iterations, sweeps, links, ci, cj, rest,
                  compliance, kind, plan, inv_h2, lam, zero_lam, den, even, buf, lost,
-                 kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts, bnorm,
-                 bedge, e_def, mu_def, eps, skin_min, touch_min, margin, collide, valid,
+                 shapes, rules, collide, valid,
                  pi, pj, pa, pb, nodes, reach, x_ref, pskin, cp, cg, ref, depth, touched,
                  stuck, nrm, spent, vhit, tau, ce, cmu, near, fspace, pdepth, ptouched,
-                 pstuck, pscratch, brute_pairs, bspace):  # pragma: no cover - compiled
+                 pstuck, pscratch, bspace):  # pragma: no cover - compiled
     """:func:`frame`'s substeps from substep ``s`` at ``stage`` (with the ``C,
     skin, touch, use`` found before it), until the last is done or one needs an
     array made: returns ``s, stage, C, skin, touch, use``, ``stage`` the one to go on
     at after :func:`frame` made it (``_BEGIN``, ``_REBUILD``, ``_GROW``), or
     ``s == rc.size``. Makes no array and counts no reference (``jit_borrow``)."""
     n = x.shape[0]
+    nshapes = shapes.nshapes
     zero = c1s[0] - c1s[0]
     steps = rc.size
     # The positions: before substep s's step (X = x for an even s), or after it.
@@ -162,15 +163,11 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
             # Straight into the arrays: walls only (_begin_walls), or shapes in a broad
             # phase that makes no array (_begin_fast).
             if nshapes == 0:
-                C, skin, touch = _begin_walls(PX, X, w, r, geo, nwalls, e_def, mu_def,
-                                              eps, skin_min, touch_min, margin, cp, cg,
-                                              ref, depth, touched, stuck, nrm, spent,
-                                              vhit, tau, ce, cmu, near)
+                C, skin, touch = _begin_walls(PX, X, w, r, shapes, rules, cp, cg, ref,
+                                              depth, touched, stuck, nrm, spent, vhit, tau,
+                                              ce, cmu, near)
             else:
-                C, skin, touch = _begin_fast(PX, X, w, r, dx, kinds, rows, geo, nshapes,
-                                             nwalls, pverts, pnorm, pedge, bverts, bnorm,
-                                             bedge, e_def, mu_def, eps, skin_min,
-                                             touch_min, margin, brute_pairs, v_old, a, h,
+                C, skin, touch = _begin_fast(PX, X, w, r, dx, shapes, rules, v_old, a, h,
                                              v_th, cp, cg, ref, depth, touched, stuck, nrm,
                                              spent, vhit, tau, ce, cmu, near, bspace)
             if C < 0:
@@ -202,16 +199,14 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
                                 den, even, buf, lost)
             if have:
                 project(X, w, PX, dx, r, skin, C, cp, cg, cmu, ref, depth, touched, stuck,
-                        nrm, spent, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-                        bnorm, bedge, P, pi, pj, pa, pb, nodes, reach, mu_def, pdepth,
-                        ptouched, pstuck, pscratch)
+                        nrm, spent, shapes, P, pi, pj, pa, pb, nodes, reach, rules.mu_def,
+                        pdepth, ptouched, pstuck, pscratch)
         _add_scaled_difference(v, X, PX, c1s[s])
         if have:
             finish_into(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch,
                         sweeps, C, cp, cg, ce, cmu, ref, touched, stuck, nrm, spent,
-                        kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, P,
-                        pi, pj, pa, pb, nodes, reach, e_def, mu_def, ptouched, pstuck, a,
-                        at, vhit, tau, fspace)
+                        shapes, P, pi, pj, pa, pb, nodes, reach, rules.e_def, rules.mu_def,
+                        ptouched, pstuck, a, at, vhit, tau, fspace)
         s += 1
         stage = _START
     return s, stage, C, skin, touch, use
@@ -247,6 +242,13 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     nodes, reach, x_ref, pskin``.
     """
     steps = rc.size
+    # The records the stages take (:mod:`.records`), built here: free in a compiled
+    # entry, ~2 us a call passed in from Python (this entry's arguments are their
+    # fields, in order: tests/test_contact_kernels.py).
+    shapes = Shapes(kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts, bnorm,
+                    bedge)
+    grid = Grid(keys, sids, cell, origin, dims)
+    rules = Rules(e_def, mu_def, eps, skin_min, touch_min, margin, brute_pairs, max_cells)
     den = np.empty(ci.size, rest.dtype)          # the links' factors, fixed this frame
     even = np.empty(ci.size, np.bool_)
     lost = _link_factors(w, ci, cj, compliance, inv_h2, den, even)
@@ -286,20 +288,16 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
         s, stage, C, skin, touch, use = _frame_steps(
             s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s,
             c2s, at, h, v_th, iterations, sweeps, links, ci, cj, rest, compliance, kind,
-            plan, inv_h2, lam, zero_lam, den, even, buf, lost, kinds, rows, geo, nshapes,
-            nwalls, pverts, pnorm, pedge, bverts, bnorm, bedge, e_def, mu_def, eps,
-            skin_min, touch_min, margin, collide, valid, pi, pj, pa, pb, nodes, reach,
-            x_ref, pskin, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce,
-            cmu, near, fspace, pdepth, ptouched, pstuck, pscratch, brute_pairs, bspace)
+            plan, inv_h2, lam, zero_lam, den, even, buf, lost, shapes, rules, collide,
+            valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin, cp, cg, ref, depth,
+            touched, stuck, nrm, spent, vhit, tau, ce, cmu, near, fspace, pdepth,
+            ptouched, pstuck, pscratch, bspace)
         X = x_prev if s % 2 == 0 else x         # this substep's positions (swapped)
         PX = x if s % 2 == 0 else x_prev
         if stage == _BEGIN:
             (C, cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-             touch) = begin_into(PX, X, w, r, dx, kinds, rows, geo, nshapes, nwalls,
-                                 pverts, pnorm, pedge, bverts, bnorm, bedge, keys, sids,
-                                 cell, origin, dims, e_def, mu_def, eps, skin_min,
-                                 touch_min, margin, brute_pairs, max_cells, v_old, a, h,
-                                 v_th, bspace)
+             touch) = begin_into(PX, X, w, r, dx, shapes, grid, rules, v_old, a, h, v_th,
+                                 bspace)
             stage = _LIST
         elif stage == _REBUILD:
             pi, pj, pa, pb, nodes, reach = pair_list(X, r, new_skin, exclude)

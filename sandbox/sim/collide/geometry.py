@@ -402,12 +402,15 @@ def box_polygon(lo, hi):
 
 
 @jit_borrow
-def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-              bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
-    """Point ``p`` against row ``g`` of the shape table: ``ShapeSet.distance``, or
-    ``ShapeSet.contact`` when ``contact`` for a point that started the substep at
-    ``p0`` (segments then keep the side ``ref``, polygons and boxes push out through
-    the face the path crossed)."""
+def _distance(g, px, py, ref, contact, shapes, p0x, p0y):  # pragma: no cover - compiled
+    """Point ``p`` against row ``g`` of the shape table ``shapes``
+    (:class:`.records.Shapes`): ``ShapeSet.distance``, or ``ShapeSet.contact`` when
+    ``contact`` for a point that started the substep at ``p0`` (segments then keep
+    the side ``ref``, polygons and boxes push out through the face the path
+    crossed)."""
+    kinds, rows, geo = shapes.kinds, shapes.rows, shapes.geo
+    pverts, pnorm, bverts, bnorm = shapes.pverts, shapes.pnorm, shapes.bverts, shapes.bnorm
+    pedge = shapes.pedge
     kind = kinds[g]
     if kind == CIRCLE:
         return _circle(px, py, geo[g, 0], geo[g, 1], geo[g, 2])
@@ -433,17 +436,16 @@ def _distance(g, px, py, ref, contact, kinds, rows, geo, pverts, pnorm, pedge, b
 
 
 @jit_inline
-def _contact_distance(g, px, py, ref, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-                      bnorm, bedge, p0x, p0y):  # pragma: no cover - compiled
+def _contact_distance(g, px, py, ref, shapes, p0x, p0y):  # pragma: no cover - compiled
     """``_distance(..., contact=True)`` with the walls' case where it is called: every
     bounded world's contacts are mostly walls, and a call of ``_distance`` (ten arrays
     passed) cost more than the wall's three loads. Inlined in ``project`` and
     ``finish_into`` (``jit_borrow``: with the reference counts gone too, the soft blob's
     projection 1.9 -> 0.5 us a substep). The same expression: the same bits."""
-    if kinds[g] == WALL:
+    geo = shapes.geo
+    if shapes.kinds[g] == WALL:
         return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
-    return _distance(g, px, py, ref, True, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-                     bnorm, bedge, p0x, p0y)
+    return _distance(g, px, py, ref, True, shapes, p0x, p0y)
 
 # ----------------------------------------------------------------------- sweeps
 
@@ -658,9 +660,12 @@ def _sweep_polygon(p0x, p0y, p1x, p1y, verts, normals, edges, s,
 
 
 @jit_borrow
-def _sweep(g, p0x, p0y, p1x, p1y, r, kinds, rows, geo, pverts, pnorm, pedge, bverts,
-           bnorm, bedge):  # pragma: no cover - compiled
-    """``ShapeSet.sweep`` of a disc of radius ``r`` against row ``g`` of the table."""
+def _sweep(g, p0x, p0y, p1x, p1y, r, shapes):  # pragma: no cover - compiled
+    """``ShapeSet.sweep`` of a disc of radius ``r`` against row ``g`` of the table
+    ``shapes`` (:class:`.records.Shapes`)."""
+    kinds, rows, geo = shapes.kinds, shapes.rows, shapes.geo
+    pverts, pnorm, pedge = shapes.pverts, shapes.pnorm, shapes.pedge
+    bverts, bnorm, bedge = shapes.bverts, shapes.bnorm, shapes.bedge
     kind = kinds[g]
     if kind == CIRCLE:
         dx = p1x - p0x

@@ -168,8 +168,7 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
 
 @jit_borrow
 def project(x, w, x0, dx, r, skin, C, cp, cg, mu, ref, depth, touched, stuck, nrm,
-            spent, kinds, rows, geo, pverts, pnorm, pedge, bverts, bnorm, bedge, P, pi, pj,
-            pa, pb, nodes, reach, pmu, pdepth, ptouched, pstuck,
+            spent, shapes, P, pi, pj, pa, pb, nodes, reach, pmu, pdepth, ptouched, pstuck,
             scratch):  # pragma: no cover - compiled
     """``Contacts.project``: the particle pairs (in ``scratch``: :func:`pair_scratch`,
     room for them), then the shapes and walls, each contact after the previous one (a
@@ -188,9 +187,8 @@ def project(x, w, x0, dx, r, skin, C, cp, cg, mu, ref, depth, touched, stuck, nr
                        ptouched, pstuck, scratch)
     for c in range(cp.size):
         q = np.uint64(cp[c])
-        d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], kinds, rows, geo,
-                                      pverts, pnorm, pedge, bverts, bnorm, bedge,
-                                      x0[q, 0], x0[q, 1])
+        d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], shapes, x0[q, 0],
+                                      x0[q, 1])
         pen = r[q] - d
         if not (pen > 0 and w[q] > 0):
             continue
