@@ -6,6 +6,7 @@ what was finished. Real commands in subprocesses, with time limits: a hang fails
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import shutil
@@ -281,3 +282,33 @@ def test_a_clip_on_a_full_disk_is_one_message_no_file_and_the_window_goes_on(
     assert not any("clip saved" in m for m in said)
     assert not list(path.parent.iterdir())    # no clip, no temporary
     assert capfd.readouterr().err == ""       # nothing from imageio or ffmpeg
+
+
+# --- step traces -------------------------------------------------------------------------
+
+def test_a_step_trace_on_a_full_disk_names_it_and_keeps_the_older_file(full_disk, tmp_path):
+    """Before: the OSError named the atomic writer's temporary ('.run.trace.1a2b.tmp')."""
+    from sandbox import steptrace
+    from sandbox.sim.timestep import StepTrace
+    if full_disk is None:
+        pytest.skip("no tmpfs can be mounted here (not root, or no mount permission)")
+    path = full_disk / "run.trace"
+    steptrace.save(StepTrace([[1 / 60]] * 10), path)
+    big = StepTrace([[1 / 240 + k * 1e-9] * 4 for k in range(5000)])     # ~400 KB
+    with pytest.raises(OSError) as e:
+        steptrace.save(big, path)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
+    assert steptrace.load(path).frames == [[1 / 60]] * 10           # the older file, whole
+    assert [q.name for q in full_disk.iterdir()] == ["run.trace"]    # no temporary
+
+
+def test_a_step_trace_that_would_not_load_is_not_written(tmp_path):
+    """``load`` refuses more than 64 steps a frame; ``save`` wrote such a file anyway."""
+    from sandbox import steptrace
+    from sandbox.sim.timestep import StepTrace
+    path = tmp_path / "run.trace"
+    with pytest.raises(ValueError, match="frame 2 has 65 steps"):
+        steptrace.save(StepTrace([[0.01], [0.001] * 65]), path)
+    assert not path.exists() and not list(tmp_path.iterdir())
+    steptrace.save(StepTrace([[0.01], [0.001] * 64, []]), path)
+    assert steptrace.load(path).frames == [[0.01], [0.001] * 64, []]
