@@ -300,6 +300,18 @@ def check_toggle_phase(app, b):
     assert app.show_phase is not before
 
 
+def check_toggle_hud(app, b):
+    """The compact HUD first; the key shows every number, again the compact one."""
+    def shown():
+        return " ".join(t if isinstance(t, str) else t[0] for c in app.hud_shown() for t in c)
+
+    assert not app.show_full_hud and "iterations" not in shown()
+    press(app, b.key, b.mods)
+    assert app.show_full_hud and "iterations" in shown()
+    press(app, b.key, b.mods)
+    assert not app.show_full_hud and "iterations" not in shown()
+
+
 def check_phase_axis(app, b):
     before = app.portrait.axis
     press(app, b.key, b.mods)

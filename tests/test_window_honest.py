@@ -106,14 +106,13 @@ def test_a_level_shows_its_description(tmp_path):
 
 
 def test_a_resize_fits_the_view_below_the_hud(app):
-    top = app.safe_area()[1]
     pygame.display.set_mode((900, 700))
     app.screen = pygame.display.get_surface()
     ev.post(ev.window_size_changed(900, 700))
     app.frame(H)
     assert app.size == (900, 700) and app.canvas.get_size() == (900, 700)
     sx, sy, sw, sh = app.safe_area()
-    assert sy >= top                                      # the narrow HUD is taller
+    assert sy >= 8 + max(app._hud_height, app.graph_height())   # below the HUD and graph
     # The level's view (3 m wide around (0, 0.6)) lies inside the free area.
     w = app.scene.view_width
     h = w * 700 / 900

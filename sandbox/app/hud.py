@@ -135,23 +135,81 @@ def columns_block(surface: pygame.Surface, font: pygame.font.Font, columns, topl
     return rect
 
 
-def strain_legend(surface: pygame.Surface, font: pygame.font.Font, topleft) -> pygame.Rect:
-    """Colour swatches of the strain bins (sticks)."""
+def _legend_places(font: pygame.font.Font, width: int | None):
+    """Where the strain legend's swatches go: ``(x, row)`` of each bin after the word
+    "strain", rows starting again under it when ``width`` px is reached; and the
+    legend's ``(w, h)``."""
+    first = font.size("strain")[0] + 16
+    line = font.get_linesize()
+    x, row, right, places = first, 0, first, []
+    for text in STRAIN_LABELS:
+        w = font.size(text)[0] + 20
+        if width is not None and x > first and x + w > width:
+            x, row = first, row + 1
+        places.append((x, row))
+        x += w
+        right = max(right, x)
+    return places, (right, line * (row + 1) + 10)
+
+
+def strain_legend_size(font: pygame.font.Font, width: int | None = None) -> tuple[int, int]:
+    """``(w, h)`` px of :func:`strain_legend` in ``width`` px (None: one row)."""
+    return _legend_places(font, width)[1]
+
+
+def strain_legend(surface: pygame.Surface, font: pygame.font.Font, topleft,
+                  width: int | None = None) -> pygame.Rect:
+    """Colour swatches of the strain bins (sticks), in rows no wider than ``width`` px
+    (at 800 px one row ran under the control panel)."""
     x, y = topleft
-    label = font.render("strain", True, DIM)
-    items = [(font.render(t, True, DIM), c) for t, c in zip(STRAIN_LABELS, STRAIN_RGB[0],
-                                                               strict=True)]
-    w = label.get_width() + 16 + sum(r.get_width() + 20 for r, _ in items)
-    h = font.get_linesize() + 10
-    rect = pygame.Rect(x, y, w, h)
+    places, size = _legend_places(font, width)
+    rect = pygame.Rect((x, y), size)
     panel(surface, rect)
-    surface.blit(label, (x + 8, y + 5))
-    cx = x + 16 + label.get_width()
-    for r, c in items:
-        pygame.draw.rect(surface, c, (cx, y + 5 + (font.get_linesize() - 10) // 2, 10, 10))
-        surface.blit(r, (cx + 13, y + 5))
-        cx += r.get_width() + 20
+    surface.blit(font.render("strain", True, DIM), (x + 8, y + 5))
+    line = font.get_linesize()
+    for (dx, row), text, c in zip(places, STRAIN_LABELS, STRAIN_RGB[0], strict=True):
+        top = y + 5 + row * line
+        pygame.draw.rect(surface, c, (x + dx, top + (line - 10) // 2, 10, 10))
+        surface.blit(font.render(text, True, DIM), (x + dx + 13, top))
     return rect
+
+
+def fit_line(line, n: int) -> list:
+    """A HUD line (``str`` or ``(str, colour)``) as lines of at most ``n`` characters:
+    broken at its " · " (then between words), the lines after the first indented under
+    its value (past a label such as ``"energy      "``); a word longer than a line is
+    cut with an ellipsis. The energy row "integrator ... · solver ... · drag ..." was
+    cut at 1280 px ("solver +0…"); level titles such as "soft blob 16x16 on a floor
+    (bounds), 20x1" too."""
+    text, colour = (line, None) if isinstance(line, str) else line
+    n = max(int(n), 4)
+    if len(text) <= n:
+        return [line]
+    indent = 12 if len(text) > 12 and text[10:12] == "  " and text[0] != " " else 0
+    if n - indent < 12:
+        indent = 0
+    head, body, room = text[:indent], text[indent:], n - indent
+    out: list[str] = []
+    current = ""
+    for piece in body.split(" · "):
+        trial = f"{current} · {piece}" if current else piece
+        if len(trial) <= room:
+            current = trial
+            continue
+        if current:
+            out.append(current)
+        while len(piece) > room:                   # between words, else cut
+            k = piece.rfind(" ", 0, room + 1)
+            if k <= 0:
+                piece = piece[:room - 1] + "…"
+                break
+            out.append(piece[:k].rstrip())
+            piece = piece[k + 1:].lstrip()
+        current = piece
+    if current:
+        out.append(current)
+    lines = [head + out[0]] + [" " * indent + t for t in out[1:]]
+    return lines if colour is None else [(t, colour) for t in lines]
 
 
 def fmt(v: float, unit: str = "") -> str:
@@ -259,7 +317,7 @@ class Overlay:
                                                               120)
         t = big.render(title, True, (255, 255, 255))
         lines = [small.render(line, True, (255, 225, 220))
-                 for line in self._wrap(detail, width - 56)]
+                 for line in self.wrap(detail, width - 56)]
         w = min(max(t.get_width(), *(d.get_width() for d in lines)) + 40, width - 16)
         step = small.get_linesize()
         rect = pygame.Rect(0, 0, w, t.get_height() + step * len(lines) + 26)
@@ -274,7 +332,7 @@ class Overlay:
                              rect.y + 13 + t.get_height() + k * step))
         return rect
 
-    def _wrap(self, text: str, width: int) -> list[str]:
+    def wrap(self, text: str, width: int) -> list[str]:
         """:func:`wrap_text` in the text font, kept: a message is drawn every frame for
         seconds, and wrapping measures it word by word (~0.15 ms for a caption)."""
         key = (text, width)
@@ -290,12 +348,22 @@ class Overlay:
         """Transient messages, newest lowest, above ``bottom`` at the left; errors red.
         Each is wrapped at word boundaries to fit a panel ``width`` px wide (default: the
         surface), so a level's long description never runs under the control panel."""
-        if not messages:
+        lines, rect = self.messages_layout(surface.get_size(), messages, bottom, width)
+        if rect is None:
             return None
+        return text_block(surface, self.fonts.text, lines, rect.topleft)
+
+    def messages_layout(self, size: tuple[int, int], messages: list[tuple[str, bool]],
+                        bottom: int | None = None, width: int | None = None):
+        """``(lines, rect)`` of :meth:`messages` on a surface of ``size`` (rect None when
+        there are none): where they will be, for what must not go under them."""
+        if not messages:
+            return [], None
         f = self.fonts.text
-        width = surface.get_width() - 16 if width is None else width
+        width = size[0] - 16 if width is None else width
         lines = [(part, WARN if err else TEXT) for m, err in messages
-                 for part in self._wrap(m, width - 16)]
+                 for part in self.wrap(m, width - 16)]
         h = f.get_linesize() * len(lines) + 16
-        bottom = surface.get_height() - 8 if bottom is None else bottom
-        return text_block(surface, f, lines, (8, bottom - h))
+        bottom = size[1] - 8 if bottom is None else bottom
+        w = max(f.size(t)[0] for t, _ in lines) + 16
+        return lines, pygame.Rect(8, bottom - h, w, h)

@@ -101,6 +101,7 @@ KEYMAP: list[Binding] = [
     Binding(K.K_l, NONE, "toggle_trails", "trails on / off"),
     Binding(K.K_f, NONE, "phase_axis", "phase portrait: x or y"),
     Binding(K.K_f, SHIFT, "toggle_phase", "phase portrait on / off"),
+    Binding(K.K_v, NONE, "toggle_hud", "HUD: every number / the short one"),
     Binding(K.K_h, SHIFT, "caption", "show the level's caption again"),
     Binding(K.K_c, NONE, "record", "record a clip (MP4) / stop", arg="mp4"),
     Binding(K.K_c, SHIFT, "record", "record a clip (animated GIF) / stop", arg="gif"),

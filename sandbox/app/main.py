@@ -55,8 +55,11 @@ from .hud import (
     Fonts,
     Overlay,
     columns_block,
+    fit_line,
     panel,
     strain_legend,
+    strain_legend_size,
+    text_block,
 )
 from .input import Input
 from .panel import WIDTH as PANEL_WIDTH
@@ -83,16 +86,14 @@ CAPTION_SECONDS = 10.0
 FPS_WINDOW = 1.0                        # s of frames behind the HUD's fps and worst frame
 
 
-#: Characters a HUD column may hold: two columns and the graph fit a 1280 px window.
+#: Characters a column of the full HUD holds: two of them side by side need a window of
+#: 1240 px or more (the graph keeps its least width beside them), else one column.
 HUD_CHARS = 54
-
-
-def _clip_line(line, n: int):
-    """A HUD line (str or (str, colour)) shortened to ``n`` characters with an ellipsis."""
-    text, colour = (line, None) if isinstance(line, str) else line
-    if len(text) > n:
-        text = text[:n - 1] + "…"
-    return text if colour is None else (text, colour)
+HUD_PAD = 8                             # px inside the HUD's panel
+HUD_GAP = 28                            # px between its two columns
+GRAPH_WIDTH = (PANEL_WIDTH, 552)        # px: the energy graph's least and most width
+GRAPH_HEIGHT = (150, 180)               # px: its least and most height (1/4 of the window)
+PORTRAIT_HEIGHT = (120, 260)            # px: the phase portrait under the panel
 
 
 def _shape_box(s: dict):
@@ -110,19 +111,21 @@ def _shape_box(s: dict):
     return lo[0], hi[0]
 
 
-def fmt_j(v: float) -> str:
-    """A signed energy in J with 3 significant digits, fixed width."""
-    return f"{v:+9.3g} J"
-
-
-def fit(v: float, width: int, decimals: int) -> str:
+def fit(v: float, width: int, decimals: int, sign: bool = False) -> str:
     """``v`` in ``width`` characters: fixed point with ``decimals`` while it fits, then
     3 significant digits in powers of ten (a blown-up error read "12463561872839521173..."
-    across the HUD's column), "n/a" when it is no number."""
+    across the HUD's column), "n/a" when it is no number; ``sign``: always signed."""
     if not math.isfinite(v):
         return f"{'n/a':>{width}}"
-    text = f"{v:{width}.{decimals}f}"
-    return text if len(text) <= width else f"{v:{width}.2e}"
+    plus = "+" if sign else ""
+    text = f"{v:{plus}{width}.{decimals}f}"
+    return text if len(text) <= width else f"{v:{plus}{width}.2e}"
+
+
+def fit_j(v: float) -> str:
+    """An energy in J as the HUD shows it: signed, 3 decimals, in 8 characters (a
+    drag loss of 554 J reads "+554.123", a blown-up one "-1.23e+09")."""
+    return f"{fit(v, 8, 3, sign=True)} J"
 
 
 class App:
@@ -165,6 +168,8 @@ class App:
         self.show_graph = True
         self.show_panel = True
         self.show_trails = True
+        self.show_full_hud = False       # V: every number; the first screen is compact
+        self._hud_height = 0             # px of the HUD's panel, as last laid out
         self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
         self.show_phase = True
         self.portrait = PhasePortrait()
@@ -208,6 +213,7 @@ class App:
             "set_speed": s.set_speed, "set_ghost": s.set_ghost, "set_level": self.set_level,
             "ghost_off": lambda: s.set_ghost(None),
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
+            "toggle_hud": self.toggle_hud,
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
@@ -517,7 +523,18 @@ class App:
 
     def toggle_phase(self) -> None:
         self.show_phase = not self.show_phase
+        self._place_panel()                 # the panel may take the portrait's place
         self.reset_view()
+
+    def toggle_hud(self) -> None:
+        """The full HUD (every number) or the compact one; the scene is fitted again
+        only if the HUD's height moved the area it is drawn in."""
+        self.show_full_hud = not self.show_full_hud
+        self._hud_widths = []
+        before = self.safe_area()
+        self._measure_hud()
+        if self.safe_area() != before:
+            self.reset_view()
 
     def phase_axis(self) -> None:
         self.portrait.auto = False
@@ -537,34 +554,56 @@ class App:
         self.camera.zoom_at(self.camera.half, factor)
 
     def reset_view(self) -> None:
+        self._measure_hud()
         self.camera.frame(self.scene.view_center, self.scene.view_width, self.safe_area())
 
-    def _layout(self) -> tuple[bool, int]:
-        """``(two_columns, graph_height)``: the HUD in two columns on wide windows, one
-        below ~1180 px (the graph keeps 300 px beside it); the graph's height in px."""
-        two = self.size[0] >= 1180
-        band = 16 + (8 if two else 16) * self.fonts.text.get_linesize()
-        return two, (band + 40 if two else band)
+    # --- layout -------------------------------------------------------------------
+    #
+    #   +-------------------------+---------------+    HUD: top left, never wider than
+    #   | HUD (compact, or V)     | energy graph  |    hud_width(); the graph beside it,
+    #   +-------------------------+---------------+    GRAPH_WIDTH wide, graph_height()
+    #   |                         | control panel |    tall; the panel and the portrait
+    #   |  the scene (safe_area)  | (scrolls when |    in the column under the graph,
+    #   |                         |  it must)     |    the panel scrolling when the
+    #   | caption, messages       | phase portrait|    column is shorter than its rows
+    #   | strain legend           |               |
+    #   +-------------------------+---------------+
+
+    def graph_height(self) -> int:
+        """The energy graph's height: a quarter of the window's, within ``GRAPH_HEIGHT``."""
+        lo, hi = GRAPH_HEIGHT
+        return int(min(max(round(0.25 * self.size[1]), lo), hi))
+
+    def hud_width(self) -> int:
+        """px the HUD's panel may take: the window less the graph's least width beside
+        it (over the right column)."""
+        return max(self.size[0] - 16 - 8 - GRAPH_WIDTH[0], 160)
 
     def _right_column(self) -> bool:
         """The control panel and the phase portrait share a column at the right."""
         return (self.show_panel or self.show_phase) and self.size[0] >= 2 * PANEL_WIDTH + 200
 
     def _column_rects(self) -> tuple[pygame.Rect | None, pygame.Rect | None]:
-        """``(panel, portrait)`` rects in the right column (None: not shown)."""
+        """``(panel, portrait)`` rects in the right column under the graph (None: not
+        shown). The panel may take what the portrait's least height leaves (``panel``'s
+        height; it takes its rows' height at most and scrolls when that is more); the
+        portrait the rest under it."""
         if not self._right_column():
             return None, None
         x = self.size[0] - PANEL_WIDTH - 8
-        y = 8 + self._layout()[1] + 8
+        y = 8 + self.graph_height() + 8
         bottom = self.size[1] - 8
+        lo, hi = PORTRAIT_HEIGHT
         panel_rect = None
         if self.show_panel:
-            panel_rect = pygame.Rect(x, y, PANEL_WIDTH,
-                                     max(ControlPanel.HEIGHT, ControlPanel.BUILD_HEIGHT))
-            y = panel_rect.bottom + 8
+            room = max(bottom - y - (lo + 8 if self.show_phase else 0), 3 * 28)
+            rows = ControlPanel.BUILD_HEIGHT if self.editor is not None else \
+                ControlPanel.HEIGHT
+            panel_rect = pygame.Rect(x, y, PANEL_WIDTH, room)
+            y += min(rows, room) + 8
         portrait = None
-        if self.show_phase and bottom - y >= 120:
-            portrait = pygame.Rect(x, y, PANEL_WIDTH, min(bottom - y, 260))
+        if self.show_phase and bottom - y >= lo:
+            portrait = pygame.Rect(x, y, PANEL_WIDTH, min(bottom - y, hi))
         return panel_rect, portrait
 
     def _place_panel(self) -> None:
@@ -581,12 +620,37 @@ class App:
             self.panel.place(rect)
 
     def safe_area(self) -> tuple[int, int, int, int]:
-        """``(x, y, w, h)`` of the window not under the top panels, the right column or
-        the bottom legend."""
-        top = 8 + self._layout()[1] + 10
-        bottom = self.size[1] - (self.fonts.small.get_linesize() + 10) - 16
+        """``(x, y, w, h)`` of the window not under the HUD and the graph, the right
+        column or the bottom legend."""
+        if not self._hud_height:
+            self._measure_hud()
+        top = 8 + max(self.graph_height(), self._hud_height) + 10
         right = self.size[0] - (PANEL_WIDTH + 16 if self._right_column() else 0)
+        bottom = self.size[1] - self._legend_height(right) - 16
         return (0, top, right, max(bottom - top, 1))
+
+    def _messages_args(self) -> tuple[list, int, int]:
+        """The messages, their bottom and their width, for :meth:`Overlay.messages`:
+        above the strain legend, left of the right column."""
+        free = self.safe_area()[2]
+        return ([(m[0], m[2]) for m in self.messages],
+                self.size[1] - self._legend_height(free) - 14, free - 16)
+
+    def _legend_height(self, width: int) -> int:
+        """px of the strain legend at the bottom left, in ``width`` px (two rows when
+        one does not fit); kept per width (asked several times a frame)."""
+        h = self._legend_heights.get(width)
+        if h is None:
+            h = self._legend_heights[width] = strain_legend_size(self.fonts.small,
+                                                                 width - 16)[1]
+        return h
+
+    _legend_heights: dict = {}       # shared: the fonts are the same for every App
+
+    def _measure_hud(self) -> None:
+        """The HUD's height as it will be drawn, for the area the scene is fitted in."""
+        rows = max(len(col) for col in self.hud_shown())
+        self._hud_height = rows * self.fonts.text.get_linesize() + 2 * HUD_PAD
 
     def screenshot(self) -> Path:
         path = files.save_png(self.canvas, self.out_dir / "screenshots")
@@ -678,13 +742,55 @@ class App:
         surf.fill((0, 0, 0))
         surf.blit(self.fonts.text.render(self._draw_error, True, WARN), (10, 10))
 
+    def hud_shown(self) -> list[list]:
+        """The HUD as it is drawn: the compact lines, or (V) every line in two columns
+        (one in a window too narrow for two), each line fitted to its column's width
+        (:func:`hud.fit_line`: broken at its " · " into lines under its value)."""
+        width = self.hud_width()
+        if self.show_full_hud:
+            cols = self.hud_columns()
+            chars = self.fonts.text.size("0")[0]
+            if width < 2 * HUD_CHARS * chars + HUD_GAP + 2 * HUD_PAD:
+                cols = [cols[0] + cols[1]]
+        else:
+            cols = [self.compact_hud()]
+        n = self.hud_chars(len(cols))
+        if not self.show_full_hud:
+            n = min(n, HUD_CHARS)              # compact in width too: the graph keeps it
+        return [[piece for line in col for piece in fit_line(line, n)] for col in cols]
+
+    def hud_chars(self, columns: int = 1) -> int:
+        """Characters a line of the HUD may hold with ``columns`` columns."""
+        px = (self.hud_width() - 2 * HUD_PAD - HUD_GAP * (columns - 1)) // columns
+        return max(px // self.fonts.text.size("0")[0], 8)
+
+    def compact_hud(self) -> list:
+        """The first screen's HUD: the level, the integrator, the timestep policy, the
+        state with the frame rate, where the energy goes, and the keys for more."""
+        s = self.session
+        speed = f" · speed x{s.speed:g}" if s.speed != 1 else ""
+        state, colour = self._state_line(speed)
+        return [
+            (s.scene.title, KEY),
+            self._integrator_line(),
+            f"timestep    {s.policy.describe()}",
+            (f"{state} · {self.fps:.0f} fps", colour),
+            self._energy_line(),
+            ("V: every number · H or F1: keys", DIM),
+        ]
+
+    def _integrator_line(self) -> str:
+        integ = self.world.integrator
+        names = list(INTEGRATORS)
+        return (f"integrator  {names.index(integ.name) + 1}/{len(names)} {integ.label}"
+                f" · order {integ.order}{', symplectic' if integ.symplectic else ''}")
+
     def hud_columns(self) -> list[list]:
-        """The HUD's text: two columns of ``str`` or ``(str, colour)`` lines."""
+        """The full HUD's text (V): two columns of ``str`` or ``(str, colour)`` lines,
+        as long as they are (:meth:`hud_shown` fits them to the window)."""
         s = self.session
         w, cfg, pol = s.world, s.world.config, s.policy
         view = self._view if self._view is not None else w.view()
-        names = list(INTEGRATORS)
-        integ = w.integrator
         plan = s.last_plan
         mean, worst = view.error()
         speed = f" · speed x{s.speed:g}" if s.speed != 1 else ""
@@ -699,9 +805,8 @@ class App:
             f = float(np.hypot(*w.mouse.force(w.particles.h_prev or 1.0)))
             hand = (f"hand        {f:7.3g} N of at most {w.mouse.max_force:.3g} N", KEY)
         left = [
-            (f"{TITLE} · {s.scene.title}", KEY),
-            f"integrator  {names.index(integ.name) + 1}/{len(names)} {integ.label}"
-            f" · order {integ.order}{', symplectic' if integ.symplectic else ''}",
+            (s.scene.title, KEY),
+            self._integrator_line(),
             f"timestep    {pol.describe()}{speed}",
             f"frame       {self.last_dt * 1e3:5.1f} ms · {self.fps:3.0f} fps · worst "
             f"{self.worst_frame * 1e3:5.1f} ms",
@@ -721,10 +826,9 @@ class App:
             f"{ms['present']:4.1f}",
             self._energy_line(),
             ghost,
-            ("H or F1: keys, mouse, this level", DIM),
+            ("V: the short HUD · H or F1: keys", DIM),
         ]
-        return [[_clip_line(t, HUD_CHARS) for t in left],
-                [_clip_line(t, HUD_CHARS) for t in right]]
+        return [left, right]
 
     def _state_line(self, speed: str) -> tuple:
         """Running, paused, or playing a replay (frame k of n): the replay window looked
@@ -760,34 +864,36 @@ class App:
         if ledger is None:
             return ("energy      split not measured above "
                     f"{self.LEDGER_LIMIT:,} particles", DIM)
-        parts = [f"integrator {fmt_j(ledger['integrator'])}",
-                 f"solver {fmt_j(ledger['solver'])}"]
+        parts = [f"integrator {fit_j(ledger['integrator'])}",
+                 f"solver {fit_j(ledger['solver'])}"]
         if w.config.drag or ledger["drag"]:
-            parts.append(f"drag {fmt_j(ledger['drag'])}")
+            parts.append(f"drag {fit_j(ledger['drag'])}")
         if w.constraints.compliant or ledger["links"]:
-            parts.append(f"in soft links {fmt_j(ledger['links'])}")
+            parts.append(f"in soft links {fit_j(ledger['links'])}")
         return "energy      " + " · ".join(parts)
 
     def draw_hud(self, surf: pygame.Surface) -> None:
         f = self.fonts
-        two, graph_h = self._layout()
-        columns = self.hud_columns()
-        hud = columns_block(surf, f.text, columns if two else [columns[0] + columns[1]],
-                            (8, 8), min_widths=self._hud_widths)
-        legend_h = f.small.get_linesize() + 10
-        strain_legend(surf, f.small, (8, surf.get_height() - legend_h - 8))
+        hud = columns_block(surf, f.text, self.hud_shown(), (8, 8), pad=HUD_PAD,
+                            gap=HUD_GAP, min_widths=self._hud_widths)
+        self._hud_height = hud.h
+        free = self.safe_area()[2]
+        legend_h = self._legend_height(free)
+        strain_legend(surf, f.small, (8, surf.get_height() - legend_h - 8), width=free - 16)
+        beside = free                               # px left of the graph, under the HUD
         if self.show_graph:
-            # Top right beside the HUD; under it when the window is very narrow.
+            # Top right beside the HUD, as wide as it leaves (hud_width keeps the least).
             W = surf.get_width()
-            x = max(hud.right + 8, W - 560)
-            if W - 8 - x >= 260:
-                rect = pygame.Rect(x, 8, W - 8 - x, graph_h)
-            else:
+            x = max(hud.right + 8, W - 8 - GRAPH_WIDTH[1])
+            if W - 8 - x >= 200:
+                rect = pygame.Rect(x, 8, W - 8 - x, self.graph_height())
+                beside = min(free, x - 8)
+            else:                                      # a window narrower than 800 px
                 rect = pygame.Rect(8, hud.bottom + 8, min(W - 16, 480), 150)
             self.graph.draw(surf, rect, f)
         if self.banner is not None:
             self.banner_rect = self.overlay.banner(surf, *self.banner, top=hud.bottom + 12,
-                                                   width=self.safe_area()[2])
+                                                   width=free)
         k = self.kernels
         if k is not None and "extras" in k.ready_parts:
             self.renderer.backend = "auto"       # the drawing's kernels are loaded
@@ -801,13 +907,13 @@ class App:
                 self.message(k.status(), error=not k.ready)
                 self.kernels = None
         if rec is not None:
-            tag = f.text.render(rec, True, WARN if self.recorder.recording else KEY)
-            panel(surf, pygame.Rect(8, hud.bottom + 4, tag.get_width() + 16,
-                                    tag.get_height() + 8))
-            surf.blit(tag, (16, hud.bottom + 8))
-        self.overlay.messages(surf, [(m[0], m[2]) for m in self.messages],
-                              bottom=surf.get_height() - legend_h - 14,
-                              width=self.safe_area()[2] - 16)
+            # Wrapped left of the graph and the right column ("first start: building
+            # fast physics ..." ran under the panel at 800 px, over the graph at 1024).
+            colour = WARN if self.recorder.recording else KEY
+            text_block(surf, f.text, [(line, colour) for line in
+                                      self.overlay.wrap(rec, beside - 24)],
+                       (8, hud.bottom + 4), pad=8)
+        self.overlay.messages(surf, *self._messages_args())
         panel_rect, portrait = self._column_rects()
         if portrait is not None:
             self.portrait.draw(surf, portrait, f.small, self.history, self.ghost_history,

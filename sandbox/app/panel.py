@@ -7,6 +7,11 @@ and writing them again would add code without teaching anything. Every control i
 also a hotkey (the panel shows them), so the keyboard reaches everything too; Tab
 hides the panel and the scene's view grows into the space.
 
+The column is only as tall as the window leaves it: where the rows do not fit (below
+~1280 x 800) they sit in a scrolling container, the wheel or the scroll bar reaching
+the ghost and level pickers at the bottom, and a drop-down list never opens past the
+part of the panel that is shown.
+
 The panel never changes the simulation itself: each widget event becomes one of the
 app's commands (``App.do(action, arg)``), the same that the keys run, and
 :meth:`ControlPanel.sync` shows the state the commands left, whichever way they came.
@@ -25,6 +30,7 @@ from pygame_gui.elements import (
     UIHorizontalSlider,
     UILabel,
     UIPanel,
+    UIScrollingContainer,
 )
 
 from ..settings import SETTINGS
@@ -35,6 +41,7 @@ from .keymap import spec_label
 
 WIDTH = 300
 ROW = 30
+SCROLL_BAR = 20                        # px: pygame_gui's vertical scroll bar
 HZ = (10, 240)
 SPEED_EXP = (-2, 2)                    # speed = 2 ** value: 0.25 .. 4
 GHOST_OFF = "ghost off"
@@ -62,11 +69,13 @@ class _Manager(pygame_gui.UIManager):
 
 
 class ControlPanel:
-    """The right-hand column's widgets; ``rect`` is where it sits (px)."""
+    """The right-hand column's widgets; ``rect`` is where it may sit (px): the panel
+    takes its rows' height, at most ``rect.h``, and scrolls when they need more."""
 
     def __init__(self, app, rect: pygame.Rect) -> None:
         self.app = app
         self.rect = pygame.Rect(rect)
+        self.scroller: UIScrollingContainer | None = None
         self._label_of: tuple | None = None        # (scene source, its picker label)
         # The font first (the theme names it), then the theme.
         self.manager = _Manager(app.size, lambda: app.pointer,
@@ -81,8 +90,10 @@ class ControlPanel:
     # --- building -------------------------------------------------------------------
 
     def build(self) -> None:
-        """(Re)create the widgets inside ``rect`` (its height is set by the rows): the
-        controls, or in build mode the build tools."""
+        """(Re)create the widgets inside ``rect``: the controls, or in build mode the
+        build tools; scrolled as far as before (a level picked at the bottom of a
+        scrolled panel left it scrolled back to the top)."""
+        scrolled = self.scrolled()
         self.manager.clear_and_reset()
         self.manager.set_window_resolution(self.app.size)
         self.actions = {}
@@ -91,22 +102,45 @@ class ControlPanel:
         self.dialog = None
         if self.app.editor is not None:
             self._build_tools()
-            return
-        self.mode = "controls"
+        else:
+            self._build_controls()
+        if scrolled:
+            self.scroll_to(scrolled)
+
+    def _frame(self, height: int) -> tuple[UIPanel, int]:
+        """The panel at ``rect``: ``height`` px of rows, or as much as ``rect.h`` allows
+        with the rows in a scrolling container. Returns the container the rows go in
+        and the width they have."""
         r = self.rect
-        r.h = self.HEIGHT
-        self.container = UIPanel(r, manager=self.manager, starting_height=1)
-        w = r.w - 16
+        shown = min(height, r.h) if r.h > 0 else height
+        self.container = UIPanel(pygame.Rect(r.x, r.y, r.w, shown), manager=self.manager,
+                                 starting_height=1)
+        self.scroller = None
+        if shown >= height:
+            self.content = self.container
+            return self.container, r.w
+        inner = self.container.get_container().get_rect()
+        sc = UIScrollingContainer(pygame.Rect(0, 0, inner.w, inner.h), manager=self.manager,
+                                  container=self.container, allow_scroll_x=False)
+        sc.set_scrollable_area_dimensions((inner.w - SCROLL_BAR, height))
+        self.scroller = sc
+        self.content = sc
+        return sc, inner.w - SCROLL_BAR
+
+    def _build_controls(self) -> None:
+        self.mode = "controls"
+        m = self.manager
+        c, width = self._frame(self.HEIGHT)
+        w = width - 16
         y = 4
         s = self.app.session
-        m, c = self.manager, self.container
 
         def label(text, x=8, width=w, obj="#label", h=20):
             return self._label(text, pygame.Rect(x, y, width, h), obj)
 
         label("controls  Tab hides · H: keys", obj="@title")
         y += 20
-        label(f"integrator  I, 1-{min(len(INTEGRATORS), 9)} (order, sympl.)")
+        label(f"integrator I 1-{min(len(INTEGRATORS), 9)} (order, sympl.)")
         y += 20
         names = list(INTEGRATORS)
         options = [integrator_option(n) for n in names]
@@ -140,8 +174,10 @@ class ControlPanel:
         y += 28
         self.sliders: dict[str, tuple[UIHorizontalSlider, UILabel, Callable]] = {}
         for key, text, lo_hi, get, act, step in self._slider_rows():
-            label(text, width=w - 64)
-            value = UILabel(pygame.Rect(r.w - 72, y, 64, 20), "", manager=m, container=c,
+            # The label spans the row and the value sits over its right end: a scrolled
+            # panel is 20 px narrower, and "constraint iterations  = -" was cut.
+            label(text)
+            value = UILabel(pygame.Rect(width - 72, y, 64, 20), "", manager=m, container=c,
                             object_id=pygame_gui.core.ObjectID(object_id="@value"))
             y += 20
             lo, hi = lo_hi
@@ -166,12 +202,16 @@ class ControlPanel:
         current = self._level_name()
         if current and current not in levels:   # a benchmark scene or a file elsewhere
             levels = [current, *levels]
-        label("level  N P", width=100, h=24)
+        # On a row of its own: beside its label the picker cut double_pendulum_lagrange
+        # to "double_pendulum_lagr".
+        label("level  N P")
+        y += 20
         self.level = UIDropDownMenu(levels, current if current in levels else levels[0],
-                                    pygame.Rect(108, y, w - 100, 24), manager=m, container=c,
+                                    pygame.Rect(8, y, w, 24), manager=m, container=c,
                                     expand_on_option_click=True, object_id=up)
         self.actions[self.level] = lambda text: (
             None if text.startswith("(") else self.app.do("set_level", text))
+        self.content_height = y + 28 + 4
         self.sync(force=True)
 
     def _menu(self, attr: str, options: list[str], selected: str, rect: pygame.Rect,
@@ -180,7 +220,7 @@ class ControlPanel:
         (a hotkey changed the integrator, G started a ghost) replaces this one widget
         (~2 ms) instead of rebuilding the panel (45 ms: the frame G was pressed in)."""
         menu = UIDropDownMenu(options, selected, rect, manager=self.manager,
-                              container=self.container, **kw)
+                              container=self.content, **kw)
         setattr(self, attr, menu)
         self.actions[menu] = action
         self._menus[attr] = (options, rect, action, kw)
@@ -193,9 +233,9 @@ class ControlPanel:
         old.kill()
         self._menu(attr, options, text, rect, action, **kw)
 
-    #: The panel's height in px (the rows above, with their gaps): 2 sliders of the
-    #: session's own and one a world setting.
-    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + (2 + len(SETTINGS)) * 42 + 20 + 28 + 28 + 4
+    #: The panel's rows' height in px (the rows above, with their gaps): 2 sliders of
+    #: the session's own and one a world setting.
+    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + (2 + len(SETTINGS)) * 42 + 20 + 28 + 20 + 28 + 4
 
     def _slider_rows(self):
         """``(key, label, (lo, hi), get, act(value), click step)`` of every slider: the
@@ -218,7 +258,7 @@ class ControlPanel:
 
     def _label(self, text: str, rect: pygame.Rect, obj: str = "#label") -> UILabel:
         """A themed label in the panel (``obj``: "#label", "@title" or "@value")."""
-        return UILabel(rect, text, manager=self.manager, container=self.container,
+        return UILabel(rect, text, manager=self.manager, container=self.content,
                        object_id=pygame_gui.core.ObjectID(object_id=obj))
 
     def _ghost_option(self) -> str:
@@ -242,6 +282,35 @@ class ControlPanel:
         if pygame.Rect(rect) != self.rect or self.manager.window_resolution != self.app.size:
             self.rect = pygame.Rect(rect)
             self.build()
+
+    # --- scrolling ------------------------------------------------------------------
+
+    def view_rect(self) -> pygame.Rect:
+        """Where the rows are seen (absolute px): the panel less its scroll bar."""
+        if self.scroller is None:
+            return self.container.get_abs_rect()
+        r = self.scroller.get_abs_rect()
+        return pygame.Rect(r.x, r.y, r.w - SCROLL_BAR, r.h)
+
+    def scrolled(self) -> int:
+        """How far (px) the rows are scrolled up: 0 at the top or when nothing scrolls."""
+        if self.scroller is None:
+            return 0
+        return self.scroller.get_abs_rect().y - \
+            self.scroller.get_container().get_abs_rect().y
+
+    def scroll_to(self, offset: int) -> None:
+        """Scroll the rows up by ``offset`` px (clamped), as the scroll bar would."""
+        sc = self.scroller
+        if sc is None or sc.vert_scroll_bar is None:
+            return
+        total = sc.get_container().get_relative_rect().h
+        view = sc.get_abs_rect().h
+        offset = max(0, min(int(offset), total - view))
+        sc.vert_scroll_bar.set_scroll_from_start_percentage(offset / total)
+        sc.update(0.0)
+        sc.vert_scroll_bar.has_moved_recently = True
+        sc.update(0.0)
 
     # --- each frame -----------------------------------------------------------------
 
@@ -328,7 +397,26 @@ class ControlPanel:
 
     def update(self, dt: float) -> None:
         self.sync()
+        self._limit_lists()
         self.manager.update(max(dt, 0.0))
+
+    def _limit_lists(self) -> None:
+        """In a scrolled panel each closed drop-down's list may open only as far as the
+        panel shows (the rest of it would be cut off by the panel's edge); a list
+        longer than that scrolls."""
+        if self.scroller is None:
+            return
+        view = self.view_rect()
+        menus = [getattr(self, attr) for attr in self._menus]
+        if self.mode == "controls":
+            menus.append(self.level)
+        for menu in menus:
+            if menu.current_state is not menu.menu_states["closed"]:
+                continue
+            r = menu.get_abs_rect()
+            room = r.top - view.top if menu.expand_direction == "up" else \
+                view.bottom - r.bottom
+            menu.expansion_height_limit = max(room, 24)
 
     def draw(self, surface: pygame.Surface) -> None:
         self.manager.draw_ui(surface)
@@ -353,11 +441,9 @@ class ControlPanel:
         from .editor import TOOLS
 
         self.mode = "build"
-        r = self.rect
-        r.h = self.BUILD_HEIGHT
-        self.container = UIPanel(r, manager=self.manager, starting_height=1)
-        m, c = self.manager, self.container
-        w = r.w - 16
+        m = self.manager
+        c, width = self._frame(self.BUILD_HEIGHT)
+        w = width - 16
         y = 4
         ed = self.app.editor
 
@@ -375,7 +461,7 @@ class ControlPanel:
         self.prop_sliders = {}
         for key, text, lo_hi, to_pos, _ in self.PROPS:
             label(text, width=w - 84)
-            value = UILabel(pygame.Rect(r.w - 92, y, 84, 20), "", manager=m, container=c,
+            value = UILabel(pygame.Rect(width - 92, y, 84, 20), "", manager=m, container=c,
                             object_id=pygame_gui.core.ObjectID(object_id="@value"))
             y += 20
             lo, hi = lo_hi
@@ -402,6 +488,8 @@ class ControlPanel:
         save = UIButton(pygame.Rect(8, y, w, 24), "Save as level...", manager=m,
                         container=c, tool_tip_text="Ctrl+S")
         self.actions[save] = lambda: self.app.do("save_level")
+        self.save = save
+        self.content_height = y + 28 + 4
         self._sync_tools(True)
 
     def _sync_tools(self, force: bool = False) -> None:
