@@ -1,11 +1,11 @@
 """The window's layout from 800 x 600 to 1280 x 800, used as a person uses it (headless,
 real-shaped events): every control of the panel reachable (inside the window, or
 scrolled to with the wheel), no HUD line wider than its column, the compact HUD first
-and every number after V.
+and every number after V, the caption kept until the first input.
 
 Before: at 1024 x 640 and 900 x 600 the panel ran off the bottom of the window (the
 ghost and level pickers and the phase portrait unreachable), the 16-row HUD covered the
-scene and the energy row was cut ("solver +0…").
+scene, the energy row was cut ("solver +0…") and the caption went after 10 s.
 """
 
 from __future__ import annotations
@@ -259,3 +259,45 @@ def test_the_strain_legend_stays_left_of_the_column(tmp_path, size):
     free = app.safe_area()[2]
     w, h = strain_legend_size(app.fonts.small, free - 16)
     assert 8 + w <= free and app.safe_area()[1] + app.safe_area()[3] + h <= size[1]
+
+
+# --------------------------------------------------------------------------- the caption
+
+def test_the_caption_stays_until_the_first_input(tmp_path):
+    """What to do stays on screen while nobody touches anything (it went after 10 s),
+    a pointer passing over the window is no input; a key lets it go after 4 s."""
+    app = open_app("pendulums", tmp_path, (1024, 640))
+    caption = [m[0] for m in app.messages if m[0].startswith("try:")]
+    assert caption
+    for _ in range(40):                                   # 20 s untouched
+        app.frame(0.5)
+    ev.post(ev.motion((300, 300)), ev.motion((310, 305)))
+    app.frame(H)
+    assert [m[0] for m in app.messages if m[0].startswith("try:")] == caption
+    ev.press(pygame.K_l)                                  # trails off: a person's key
+    app.frame(H)
+    for _ in range(6):                                    # 3 s later, still there
+        app.frame(0.5)
+    assert [m[0] for m in app.messages if m[0].startswith("try:")] == caption
+    for _ in range(3):                                    # 4.5 s: gone
+        app.frame(0.5)
+    assert not any(m[0].startswith("try:") for m in app.messages)
+    ev.press(pygame.K_h, pygame.KMOD_SHIFT)               # Shift+H: again, once
+    app.frame(H)
+    for _ in range(30):
+        app.frame(0.5)
+    assert [m[0] for m in app.messages if m[0].startswith("try:")] == caption
+
+
+def test_a_click_or_the_wheel_is_input_too(tmp_path):
+    app = open_app("pendulums", tmp_path, (1024, 640))
+    ev.post(ev.wheel(1, (200, 300)))
+    app.frame(H)
+    for _ in range(10):
+        app.frame(0.5)
+    assert not any(m[0].startswith("try:") for m in app.messages)
+    app.do("caption")
+    ev.click(app, (200, 300))
+    for _ in range(10):
+        app.frame(0.5)
+    assert not any(m[0].startswith("try:") for m in app.messages)

@@ -82,8 +82,12 @@ _POINTER_EVENTS = (pygame.MOUSEMOTION, pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTO
 WINDOW_SIZE = (1280, 800)
 TITLE = "Verlet Sandbox"
 MESSAGE_SECONDS = 4.0
-CAPTION_SECONDS = 10.0
+#: The level's caption (what it shows, what to try) stays until the first key, click or
+#: wheel turn (it vanished after 10 s, before a learner had read the HUD), then this long.
+CAPTION_AFTER_INPUT_S = MESSAGE_SECONDS
 FPS_WINDOW = 1.0                        # s of frames behind the HUD's fps and worst frame
+#: Events that are a person's input: the first one lets the caption go.
+_INPUT_EVENTS = (pygame.KEYDOWN, pygame.MOUSEBUTTONDOWN, pygame.MOUSEWHEEL)
 
 
 #: Characters a column of the full HUD holds: two of them side by side need a window of
@@ -181,6 +185,7 @@ class App:
         self.builder = BuildMode(self)
         self.pointer = (-1, -1)                      # px, the last event's mouse position
         self.messages: list[list] = []             # [text, seconds left, is_error]
+        self._captions: list[list] = []            # those of them that are the caption
         self.frame_count = 0
         self.last_dt = 0.0
         self.frame_times: deque[float] = deque()   # dt of the frames of the last second
@@ -323,12 +328,23 @@ class App:
         self._scene_loaded()
 
     def caption(self) -> None:
-        """The level's description and what to try, for a few seconds."""
+        """The level's description and what to try, until the first input (a key, a
+        click, the wheel) and ``CAPTION_AFTER_INPUT_S`` after it; an earlier caption
+        goes."""
         scene = self.scene
-        if scene.description:
-            self.message(f"{scene.title}: {scene.description}", seconds=CAPTION_SECONDS)
-        if scene.hint:
-            self.message(f"try: {scene.hint}", seconds=CAPTION_SECONDS)
+        self.messages = [m for m in self.messages
+                         if not any(m is c for c in self._captions)]
+        self._captions = []
+        for text in (f"{scene.title}: {scene.description}" if scene.description else "",
+                     f"try: {scene.hint}" if scene.hint else ""):
+            if text:
+                self.message(text, seconds=math.inf)
+                self._captions.append(self.messages[-1])
+
+    def _first_input(self) -> None:
+        """A key, a click or the wheel: the caption waits no longer for it."""
+        for m in self._captions:
+            m[1] = min(m[1], CAPTION_AFTER_INPUT_S)
 
     def set_integrator(self, name: str) -> None:
         self.session.set_integrator(name)
@@ -343,6 +359,8 @@ class App:
         for event in pygame.event.get():
             if event.type in _POINTER_EVENTS:
                 self.pointer = tuple(event.pos)
+            if event.type in _INPUT_EVENTS:
+                self._first_input()
             if self.show_panel and self.panel is not None:
                 try:
                     if self.panel.process(event):
