@@ -1,7 +1,8 @@
 """The window's layout from 800 x 600 to 1280 x 800, used as a person uses it (headless,
 real-shaped events): every control of the panel reachable (inside the window, or
 scrolled to with the wheel), no HUD line wider than its column, the compact HUD first
-and every number after V, the caption kept until the first input.
+and every number after V, the caption kept until the first input, the ghost's label on
+nothing pinned and under no message.
 
 Before: at 1024 x 640 and 900 x 600 the panel ran off the bottom of the window (the
 ghost and level pickers and the phase portrait unreachable), the 16-row HUD covered the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import warnings
 
 import events as ev
+import numpy as np
 import pygame
 import pytest
 
@@ -301,3 +303,30 @@ def test_a_click_or_the_wheel_is_input_too(tmp_path):
     for _ in range(10):
         app.frame(0.5)
     assert not any(m[0].startswith("try:") for m in app.messages)
+
+
+# --------------------------------------------------------------------------- ghost label
+
+@pytest.mark.parametrize("size", [(800, 600), (1280, 800)])
+@pytest.mark.parametrize("level", ["pendulums", "bridge"])
+def test_the_ghost_label_covers_no_pivot_no_anchor_and_no_message(tmp_path, level, size):
+    """Above right of the ghost's bodies it lay on the pendulums' pivot and on the
+    bridge's right anchor; now it covers no pinned particle, stays in the scene's free
+    area and out from under the caption, frame after frame."""
+    app = open_app(level, tmp_path, size)
+    ev.press(pygame.K_g)
+    app.frame(H)
+    assert app.ghost is not None
+    p = app.world.particles
+    for k in range(90):
+        app.frame(H)
+        r = app.ghost_label_at
+        assert r is not None
+        pins = app.camera.to_screen(p.x[p.inv_mass == 0])
+        near = r.inflate(8, 4)
+        assert not any(near.collidepoint(float(x), float(y)) for x, y in pins), (k, r)
+        sx, sy, sw, sh = app.safe_area()
+        assert pygame.Rect(sx, sy, sw, sh).contains(r)
+        _, said = app.overlay.messages_layout(app.size, *app._messages_args())
+        assert said is None or not r.colliderect(said)
+    assert np.isfinite(p.x).all() and app._draw_error is None

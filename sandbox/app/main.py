@@ -988,18 +988,82 @@ class App:
 
     def _ghost_label(self, surf: pygame.Surface, gx: np.ndarray) -> None:
         """``ghost: <integrator>`` beside the ghost's bodies, in its colour."""
-        movable = self.session.ghost.particles.inv_mass > 0
-        pts = self.camera.to_screen(gx[movable] if movable.any() else gx)
-        pts = pts[np.isfinite(pts).all(axis=1)]
-        if not len(pts):
-            return
         label = self.fonts.small.render(f"ghost: {self.session.ghost.integrator.label}",
                                         True, GHOST_COLOUR)
-        x0, y0 = pts.max(axis=0)[0] + 8, pts.min(axis=0)[1] - label.get_height() - 4
+        spot = self.ghost_label_at = self.ghost_label_rect(gx, label.get_size())
+        if spot is not None:
+            surf.blit(label, spot.topleft)
+
+    ghost_label_at: pygame.Rect | None = None      # where the label was last drawn
+
+    #: Points a label must not cover: a pinned particle (a pendulum's pivot, a bridge's
+    #: anchor) weighs this many moving ones.
+    PINNED_WEIGHT = 20
+
+    def ghost_label_rect(self, gx: np.ndarray, size: tuple[int, int]) -> pygame.Rect | None:
+        """Where the ghost's label goes: of the places around the ghost's moving bodies
+        (above right, below, right, left, ...), inside the scene's free area, the one
+        that covers the fewest particles of the world and the ghost, a pinned one
+        counting ``PINNED_WEIGHT`` (above right, the only place tried before, lay on the
+        pendulums' pivot and the bridge's right anchor); the place last chosen while it
+        is as good as any, so the label does not hop."""
+        s = self.session
+        cam = self.camera
+        movable = s.ghost.particles.inv_mass > 0
+        pts = cam.to_screen(gx[movable] if movable.any() else gx)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if not len(pts):
+            return None
+        w, h = size
+        (x0, y0), (x1, y1) = pts.min(axis=0), pts.max(axis=0)
+        cx, cy = (x0 + x1) / 2 - w / 2, (y0 + y1) / 2 - h / 2
+        places = [(x1 + 8, y0 - h - 4), (cx, y1 + 10), (x1 + 10, cy), (x0 - w - 10, cy),
+                  (cx, y0 - h - 10), (x0 - w - 8, y0 - h - 4), (x1 + 8, y1 + 4),
+                  (x0 - w - 8, y1 + 4)]
+        obstacles, weights = self._label_obstacles(gx)
         sx, sy, sw, sh = self.safe_area()
-        x0 = float(np.clip(x0, sx + 4, sx + sw - label.get_width() - 4))
-        y0 = float(np.clip(y0, sy + 4, sy + sh - label.get_height() - 4))
-        surf.blit(label, (int(x0), int(y0)))
+        _, said = self.overlay.messages_layout(self.size, *self._messages_args())
+        scores = []
+        rects = []
+        for px, py in places:
+            x = float(np.clip(px, sx + 4, max(sx + 4, sx + sw - w - 4)))
+            y = float(np.clip(py, sy + 4, max(sy + 4, sy + sh - h - 4)))
+            r = pygame.Rect(int(x), int(y), w, h)
+            near = r.inflate(12, 8)
+            inside = ((obstacles[:, 0] >= near.left) & (obstacles[:, 0] < near.right)
+                      & (obstacles[:, 1] >= near.top) & (obstacles[:, 1] < near.bottom))
+            # Pushed into the free area, a place may land on the bodies: moved costs.
+            score = float(weights[inside].sum()) + abs(x - px) / 50 + abs(y - py) / 50
+            if said is not None and r.colliderect(said):   # drawn over it: unseen
+                score += 1000.0
+            scores.append(score)
+            rects.append(r)
+        best = int(np.argmin(scores))
+        last = self._label_place
+        if last is not None and last < len(scores) and scores[last] <= scores[best] + 0.5:
+            best = last
+        self._label_place = best
+        return rects[best]
+
+    _label_place: int | None = None
+
+    def _label_obstacles(self, gx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Screen positions (px) of the world's and the ghost's particles, at most a few
+        thousand (every k-th of a cloth), and their weights (pinned ones heavier)."""
+        w = self.world
+        xs = [w.particles.x, gx]
+        pinned = [w.particles.inv_mass == 0, self.session.ghost.particles.inv_mass == 0]
+        x = np.concatenate(xs)
+        weight = np.where(np.concatenate(pinned), float(self.PINNED_WEIGHT), 1.0)
+        step = max(len(x) // 4000, 1)
+        if step > 1:
+            keep = np.zeros(len(x), bool)
+            keep[::step] = True
+            keep |= weight > 1                          # every pin counts
+            x, weight = x[keep], weight[keep]
+        pts = self.camera.to_screen(x)
+        ok = np.isfinite(pts).all(axis=1)
+        return pts[ok], weight[ok]
 
     def present(self) -> None:
         if self.screen is not None:
