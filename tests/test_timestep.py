@@ -169,3 +169,20 @@ def test_a_limit_above_the_frame_changes_nothing():
     for dt in (0.016, 0.033, 0.07, 0.2):
         assert a.plan(dt) == b.plan(dt, limit=0.5)
     assert a.book == b.book
+
+
+def test_a_long_replays_nominal_step_is_read_without_building_every_step(monkeypatch):
+    """The panel reads ``nominal_h`` twice a frame: at 100,000 recorded frames (the
+    session's trace limit) building the array of every step (``StepTrace.steps``) took
+    31 ms a call. It is the first non-empty frame's first step, as before, read
+    without that array."""
+    from sandbox.sim.timestep import ReplayStep
+    from sandbox.steptrace import StepTrace
+
+    def no_array(self):
+        raise AssertionError("nominal_h built the array of every step")
+
+    monkeypatch.setattr(StepTrace, "steps", property(no_array))
+    frames = [[]] * 3 + [[0.01, 0.01]] + [[1 / 60]] * 100_000
+    assert ReplayStep(StepTrace(frames)).nominal_h == 0.01
+    assert ReplayStep(StepTrace([])).nominal_h == 1 / 60

@@ -268,8 +268,13 @@ class ReplayStep(TimestepPolicy):
 
     @property
     def nominal_h(self) -> float:
-        steps = self.trace.steps
-        return float(steps[0]) if steps.size else 1 / 60
+        """The trace's first step (1/60 s for an empty one). The first non-empty frame's,
+        not ``trace.steps[0]``: that array of every step took 31 ms to build at 100,000
+        frames, twice a frame for the panel (a half-hour replay ran at 16 fps)."""
+        for frame in self.trace.frames:
+            if len(frame):
+                return float(frame[0])
+        return 1 / 60
 
     @property
     def finished(self) -> bool:
