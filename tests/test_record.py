@@ -63,3 +63,27 @@ def test_a_failing_encoder_is_a_message_and_leaves_no_file(tmp_path, monkeypatch
     assert done == [("error", f"clip not written: {path.name}: no encoder", True)]
     assert not path.exists() and not list(path.parent.iterdir())
     assert capfd.readouterr().err == ""
+
+
+def test_a_gif_stops_by_itself_at_its_limit_and_says_why(tmp_path, monkeypatch):
+    """A GIF is held in memory until it ends (~1.7 MB a frame at 960 x 600): it stops
+    after ``GIF_MAX_SECONDS`` (here 0.5 s of a 12 fps clip: 6 frames) and is written
+    whole, the HUD saying why it stopped; an MP4 streams and runs on."""
+    import imageio.v3 as iio
+
+    from sandbox.app import record
+
+    monkeypatch.setattr(record, "GIF_MAX_SECONDS", 0.5)
+    pygame.display.init()
+    pygame.display.set_mode((640, 400))
+    app = App("pendulums", size=(640, 400), out_dir=tmp_path, clip_fps=12, clip_width=320)
+    app.do("record", "gif")
+    path = app.recorder.path
+    for _ in range(60):                                # 1 s: twice the limit
+        app.frame(H)
+    assert not app.recorder.recording and app.recorder.limited
+    app.recorder.wait(60)
+    app.frame(H)
+    assert path.exists() and iio.imread(path, index=None).shape[0] == 6
+    assert "clip saved" in app.messages[-1][0] and "a GIF stops at its limit" in \
+        app.messages[-1][0]

@@ -41,6 +41,11 @@ DEFAULT_WIDTH = 960
 QUEUE_SECONDS = 2.0
 MP4_CRF = 15          # H.264 quality (imageio's quality=7 of 10, which was used before)
 FFMPEG_WAIT = 120.0   # s for ffmpeg to finish the clip after its last frame
+#: A GIF is held in memory until it ends (imageio keeps every frame: ~1.7 MB one at
+#: 960 x 600), so it stops by itself after this many seconds (~1.5 GB at 30 fps):
+#: a two-minute GIF took 6 GB and could take the window down with it. An MP4 streams
+#: to ffmpeg and has no limit.
+GIF_MAX_SECONDS = 30.0
 
 
 def clip_size(window: tuple[int, int], width: int) -> tuple[int, int]:
@@ -71,6 +76,8 @@ class ClipRecorder:
         self._attempts = 0
         self.size = (0, 0)
         self.path: Path | None = None
+        self.fmt = "mp4"
+        self.limited = False            # stopped by GIF_MAX_SECONDS
 
     def start(self, window: tuple[int, int], fmt: str = "mp4") -> Path:
         if self.recording or self.finishing:
@@ -83,6 +90,7 @@ class ClipRecorder:
         tmp = self.path.with_name(f".{self.path.stem}.part{FORMATS[fmt]}")
         self._queue = queue.Queue(maxsize=max(int(QUEUE_SECONDS * self.fps), 2))
         self.frames = self.dropped = 0
+        self.fmt, self.limited = fmt, False
         self._t = 0.0
         self._attempts = 0
         self.recording = True
@@ -94,6 +102,10 @@ class ClipRecorder:
     def capture(self, surface: pygame.Surface, dt: float) -> None:
         """Take a frame if one is due at the clip's rate (``dt`` s since the last call)."""
         if not self.recording:
+            return
+        if self.fmt == "gif" and self.frames >= GIF_MAX_SECONDS * self.fps:
+            self.limited = True
+            self.stop()
             return
         # Frame k is due at k / fps s of recording (the real frame times summed).
         t = self._t
@@ -128,7 +140,8 @@ class ClipRecorder:
                     + (f", {self.dropped} dropped" if self.dropped else ""))
         if self.finishing:
             left = self._queue.qsize() if self._queue is not None else 0
-            return f"finishing {self.path.name}: {left} frames left to encode"
+            return (f"finishing {self.path.name}: {left} frames left to encode"
+                    + (_LIMIT if self.limited else ""))
         return None
 
     def poll(self) -> list[tuple[str, str, bool]]:
@@ -151,6 +164,8 @@ class ClipRecorder:
             text = (f"clip saved: {final} ({n} frames, {n / self.fps:.1f} s; encoded in "
                     f"{time.perf_counter() - t0:.1f} s"
                     + (f"; {self.dropped} frames dropped" if self.dropped else "") + ")")
+            if self.limited:
+                text += _LIMIT
             result = ("done", text, False)
         except Exception as e:                       # never a traceback in the window
             result = ("error", f"clip not written: {final.name}: {_reason(e)}", True)
@@ -252,6 +267,10 @@ class ClipRecorder:
         from ..atomic import place_new
         place_new(tmp, final)
         return n
+
+
+#: Said when a GIF stopped at its limit.
+_LIMIT = " - a GIF stops at its limit; C records an MP4 of any length"
 
 
 class ClipError(RuntimeError):
