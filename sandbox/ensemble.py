@@ -2,7 +2,7 @@
 
 An :class:`Ensemble` runs one world as many times as there are integrators, on the same
 steps and the same mouse input, next to a reference: the same world stepped by a
-fourth-order integrator at a step ``FINE`` (8) times smaller. Each member reports its
+fourth-order integrator at a step ``FINE`` (4) times smaller. Each member reports its
 energy drift and its distance from the reference; one that blows up stops and says so,
 the others go on::
 
@@ -15,7 +15,7 @@ the others go on::
 Halve the step and each member's error against the reference falls by 2, 4 or 16, its
 order: ``tests/test_ensemble.py`` checks that on a spring, as the lab's convergence
 experiment does offline. The reference's own error is ``FINE^4`` times smaller than a
-fourth-order member's at the same step (4,096), so it is the truth for every member down to
+fourth-order member's at the same step (256), so it is the truth for every member down to
 steps far below a window's.
 
 The reference is only as true as the model: where links are solved by projection
@@ -40,7 +40,7 @@ from .sim.integrators import INTEGRATORS
 from .sim.world import SimulationDiverged, World
 
 #: The reference's step is the members' over this.
-FINE = 8
+FINE = 4
 #: The reference's integrator: fourth order, symplectic.
 REFERENCE = "forest_ruth"
 #: A member whose total energy moved by more than this times the level's energy scale
