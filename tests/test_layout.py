@@ -271,6 +271,14 @@ def test_the_caption_stays_until_the_first_input(tmp_path):
     app = open_app("pendulums", tmp_path, (1024, 640))
     caption = [m[0] for m in app.messages if m[0].startswith("try:")]
     assert caption
+    # The scene is fitted above it: nothing of the level's view lies under it.
+    _, said = app.overlay.messages_layout(app.size, *app._messages_args())
+    sx, sy, sw, sh = app.safe_area()
+    assert sy + sh <= said.top
+    c, w = app.scene.view_center, app.scene.view_width
+    scale = app.camera.scale
+    h = w * app.size[1] / app.size[0]                     # the view's height (Camera.frame)
+    assert app.camera.to_screen([c[0], c[1] - h / 2])[1] <= said.top + 1
     for _ in range(40):                                   # 20 s untouched
         app.frame(0.5)
     ev.post(ev.motion((300, 300)), ev.motion((310, 305)))
@@ -284,6 +292,7 @@ def test_the_caption_stays_until_the_first_input(tmp_path):
     for _ in range(3):                                    # 4.5 s: gone
         app.frame(0.5)
     assert not any(m[0].startswith("try:") for m in app.messages)
+    assert app.camera.scale == scale                      # and the view does not jump
     ev.press(pygame.K_h, pygame.KMOD_SHIFT)               # Shift+H: again, once
     app.frame(H)
     for _ in range(30):

@@ -271,7 +271,9 @@ class App:
         self.portrait.particle = None
 
     def _scene_loaded(self) -> None:
-        """A level was (re)loaded: fit its view, say what it is, title the window."""
+        """A level was (re)loaded: say what it is, fit its view (above that caption),
+        title the window."""
+        self.caption()
         self._place_panel()
         self.reset_view()
         self._ledger_cost = None            # a new level measures the split's cost again
@@ -279,7 +281,6 @@ class App:
         # Under uniform gravity the total energy depends on where y = 0 is: a drift in
         # % of it means nothing, so the graph reads it in J (an orbit keeps %).
         self.graph.allow_percent = not any(self.world.config.gravity)
-        self.caption()
         if self.screen is not None:
             pygame.display.set_caption(f"{TITLE} - {self.scene.title}")   # ASCII for X
 
@@ -639,12 +640,19 @@ class App:
 
     def safe_area(self) -> tuple[int, int, int, int]:
         """``(x, y, w, h)`` of the window not under the HUD and the graph, the right
-        column or the bottom legend."""
+        column, the bottom legend or the level's caption while it waits for the first
+        input (it stays that long: the soft blob lay under it)."""
         if not self._hud_height:
             self._measure_hud()
         top = 8 + max(self.graph_height(), self._hud_height) + 10
         right = self.size[0] - (PANEL_WIDTH + 16 if self._right_column() else 0)
-        bottom = self.size[1] - self._legend_height(right) - 16
+        legend = self._legend_height(right)
+        bottom = self.size[1] - legend - 16
+        waiting = [(m[0], m[2]) for m in self._captions if m[1] == math.inf]
+        if waiting:
+            _, said = self.overlay.messages_layout(self.size, waiting,
+                                                   self.size[1] - legend - 14, right - 16)
+            bottom = min(bottom, said.top - 6)
         return (0, top, right, max(bottom - top, 1))
 
     def _messages_args(self) -> tuple[list, int, int]:
