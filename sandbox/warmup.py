@@ -54,8 +54,15 @@ ROOT = Path(__file__).resolve().parents[1]       # the folder holding the sandbo
 WARM_DELAY_S = 1.5
 
 
+#: Said once on stderr when :func:`warm_up` is about to fill an empty cache in the
+#: foreground (a script, a game's start): minutes on 2 cores must not pass in silence.
+COMPILING = ("verlet-sandbox: compiling the physics kernels for this machine (once: a few "
+             "minutes on 2 cores; numba caches them, later starts load them in under a "
+             "second). start_background() runs the numpy kernels meanwhile instead.")
+
+
 def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
-            on_kernels=None, on_extra=None) -> None:
+            on_kernels=None, on_extra=None, tell: bool = True) -> None:
     """Every kernel for worlds of the float types ``dtypes``, the first (the level's)
     first; then each ``"module:function"`` of ``extra`` (other numba kernels, e.g. a
     renderer's); then the contact stages for ``contact_dtypes`` (default: ``dtypes``;
@@ -67,6 +74,10 @@ def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
     if not backend.INSTALLED:
         return
     dtypes = tuple(dtypes)
+    cd = dtypes if contact_dtypes is None else tuple(contact_dtypes)
+    marker = _marker(_fingerprint(dtypes, cd, extra))
+    if tell and not backend.quiet and not marker.exists():
+        print(COMPILING, file=sys.stderr, flush=True)
     with backend.loading():
         kernels.warm_up(dtypes[:1])
         if on_kernels is not None:
@@ -75,9 +86,23 @@ def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
     if on_extra is not None:
         on_extra()
     with backend.loading():
-        _contacts(dtypes if contact_dtypes is None else contact_dtypes)
+        _contacts(cd)
         if dtypes[1:]:
             kernels.warm_up(dtypes[1:])
+    _mark(marker)
+
+
+def _mark(marker: Path) -> None:
+    """Say beside the cache that it is full for these kernels (the next start uses it
+    from the first frame); not when numba only pretends to compile
+    (``NUMBA_DISABLE_JIT``): nothing went into the cache."""
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:                                  # pragma: no cover - read-only cache
+        pass
 
 
 def _extras(extra) -> None:
@@ -241,15 +266,11 @@ class Warmup:
                     kernels.warm_up(self.dtypes[:1])      # the level's float type
                 self._part_ready("kernels")
             warm_up(self.dtypes, self.contact_dtypes, self.extra,
-                    on_extra=lambda: self.ready_parts.add("extras"))
+                    on_extra=lambda: self.ready_parts.add("extras"), tell=False)
             backend.set_ready(True)
             self.seconds = time.monotonic() - self._t0
             self.phase = "ready"
-            try:
-                _marker(fp).parent.mkdir(parents=True, exist_ok=True)
-                _marker(fp).touch()
-            except OSError:                          # pragma: no cover - read-only cache
-                pass
+            _mark(_marker(fp))
         except Exception as e:                        # the numpy path stays: still correct
             self.error = f"{type(e).__name__}: {e}"
             self.phase = "numpy"
@@ -337,16 +358,11 @@ def _main(argv=None) -> int:
         pass
     cd = () if args.contact_dtypes == "none" else tuple(args.contact_dtypes.split(","))
     dtypes, extra = tuple(args.dtypes.split(",")), tuple(args.extra)
+    # warm_up marks the cache full when done, so that the next start uses it from the
+    # first frame even if the window that started this closed before loading it all.
     warm_up(dtypes, cd, extra,
             on_kernels=lambda: print("kernels ready", flush=True),
             on_extra=lambda: print("extras ready", flush=True))
-    # The cache is full: say so beside it, so that the next start uses it from the
-    # first frame even if the window that started this closed before loading it all.
-    try:
-        _marker(_fingerprint(dtypes, cd, extra)).parent.mkdir(parents=True, exist_ok=True)
-        _marker(_fingerprint(dtypes, cd, extra)).touch()
-    except OSError:                                  # pragma: no cover - read-only cache
-        pass
     return 0
 
 

@@ -138,20 +138,50 @@ def test_a_small_first_world_starts_on_numpy_even_with_a_warm_cache(restore_back
 
 @needs_numba
 def test_the_child_marks_the_cache_full_when_it_has_filled_it(tmp_path, monkeypatch):
-    """The child marks the cache itself: a window closed before its own loading thread
-    finished (a quick look, ``--frames 1``) must not make every later start compile."""
+    """The child marks the cache itself (``warm_up`` does, when it has filled it): a
+    window closed before its own loading thread finished (a quick look, ``--frames
+    1``) must not make every later start compile. A failed fill marks nothing, nor a
+    run under ``NUMBA_DISABLE_JIT``, where nothing went into the cache."""
     monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
     monkeypatch.setattr(warmup.os, "nice", lambda n: 0)     # the child lowers its priority
+    monkeypatch.setattr(warmup.backend, "quiet", False)     # _main sets it: restored after
     done = []
-    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: done.append(a))
+    monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: done.append(d))
+    monkeypatch.setattr(warmup, "_contacts", lambda d: done.append(("contacts", d)))
+    monkeypatch.setattr(warmup, "_extras", lambda e: done.append(("extras", e)))
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
     argv = ["--dtypes", "float64,float32", "--contact-dtypes", "float64", "--extra", "m:f"]
     assert warmup._main(argv) == 0 and done
     fp = warmup._fingerprint(("float64", "float32"), ("float64",), ("m:f",))
     assert (tmp_path / f"warm-{fp}").exists()
-    monkeypatch.setattr(warmup, "warm_up", lambda *a, **k: 1 / 0)    # a failed fill
+    monkeypatch.setattr(warmup, "_contacts", lambda d: 1 / 0)          # a failed fill
     with pytest.raises(ZeroDivisionError):
         warmup._main(["--dtypes", "float32"])
     assert not (tmp_path / f"warm-{warmup._fingerprint(('float32',), ('float64',), ())}").exists()
+    monkeypatch.setattr(warmup, "_contacts", lambda d: None)
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    assert warmup._main(["--dtypes", "float32"]) == 0
+    assert not (tmp_path / f"warm-{warmup._fingerprint(('float32',), ('float64',), ())}").exists()
+
+
+@needs_numba
+def test_a_foreground_warm_up_on_an_empty_cache_says_so_once(tmp_path, monkeypatch, capsys):
+    """A script or a game calling ``warm_up()`` on an empty cache waits minutes: it is
+    told so, once, on stderr, before the wait; with the cache marked full, not; the
+    window's own loading thread (``tell=False``) and the child (``backend.quiet``) never
+    print it."""
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: None)
+    monkeypatch.setattr(warmup, "_contacts", lambda d: None)
+    monkeypatch.setattr(warmup.backend, "quiet", False)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    warmup.warm_up(("float64",), ("float64",), tell=False)
+    assert capsys.readouterr().err == ""
+    (tmp_path / f"warm-{warmup._fingerprint(('float64',), ('float64',), ())}").unlink()
+    warmup.warm_up(("float64",), ("float64",))
+    assert capsys.readouterr().err.count("compiling the physics kernels") == 1
+    warmup.warm_up(("float64",), ("float64",))                 # marked full: silent
+    assert capsys.readouterr().err == ""
 
 
 @needs_numba
