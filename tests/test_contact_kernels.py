@@ -28,7 +28,7 @@ from sandbox.sim.collide.colliders import _NO_KEYS, Colliders
 from sandbox.sim.collide.contacts import BRUTE_PAIRS, SKIN, TOUCH, Contacts
 from sandbox.sim.collide.frame import FlatContacts
 from sandbox.sim.collide.geometry import WALL, _distance, _sweep
-from sandbox.sim.collide.records import Rules
+from sandbox.sim.collide.records import Bounce, Moves, Rules
 from sandbox.sim.collide.shapes import _KIND, Walls
 from sandbox.sim.world import SimulationDiverged, World, WorldConfig
 
@@ -309,10 +309,12 @@ def test_balls_in_corners_match_the_reference(dtype):
     rules = Rules(0.0, 0.0, float(np.finfo(dtype).eps), SKIN, TOUCH, 1e-3, BRUTE_PAIRS,
                   10_000)
     space = begin_stage.begin_space(x1, 0, 4, False)
-    C_, _, _ = begin_stage._begin_walls(x0, x1, w, r, t.shapes, rules, *space[4:-1])
+    moves = Moves(x0, x1, w, r, np.zeros((3, 2)))
+    C_, _, _ = begin_stage._begin_walls(moves, t.shapes, rules, space[4])
     assert C_ == -1
-    out = begin_stage.begin(x0, x1, w, r, np.zeros((3, 2)), t.shapes, t.grid, rules,
-                            np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0, np.inf)
+    out = begin_stage.begin(moves, t.shapes, t.grid, rules,
+                            Bounce(np.zeros((0, 2), dtype), np.zeros((0, 2), dtype), 0.0,
+                                   np.inf))
     assert sorted(out[0].tolist()) == [0, 0, 1, 1, 2, 2]
     ref, got = _both(_cornered, 20, dtype=dtype)
     _assert_same(ref, got)
@@ -696,9 +698,12 @@ def test_backend_switch():
 def test_warm_up_compiles_every_kernel_for_both_float_types():
     from sandbox import warmup
     warmup.warm_up()
+    # The positions' type: a plain argument's, or a record's (Moves: its x1).
     for f, arg in ((begin_stage.begin, 0), (pair_list, 0), (project_stage.project, 0),
                    (finish_stage.finish, 0), (moved_less, 0), (any_moving, 2)):
-        assert {str(sig[arg].dtype) for sig in f.signatures} >= {"float32", "float64"}, f
+        types = [sig[arg].types[1] if hasattr(sig[arg], "types") else sig[arg]
+                 for sig in f.signatures]
+        assert {str(t.dtype) for t in types} >= {"float32", "float64"}, f
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -731,9 +736,9 @@ def test_walls_near_a_particle_are_found_for_any_number_of_walls(dtype):
     def hits(nwalls):
         shapes = t.shapes._replace(kinds=kinds[:nwalls], rows=rows[:nwalls],
                                    geo=geo[:nwalls], nwalls=nwalls)
-        out = begin_stage.begin(x0, x1.copy(), w, r, np.zeros((n, 2)), shapes, t.grid,
-                                rules, np.zeros((0, 2), dtype), np.zeros((0, 2), dtype),
-                                0.0, np.inf)
+        out = begin_stage.begin(Moves(x0, x1.copy(), w, r, np.zeros((n, 2))), shapes,
+                                t.grid, rules, Bounce(np.zeros((0, 2), dtype),
+                                                      np.zeros((0, 2), dtype), 0.0, np.inf))
         return [(int(p), int(g)) for p, g in zip(out[0], out[1], strict=True)]
 
     m = np.asarray(margin, dtype)
@@ -814,7 +819,8 @@ def test_the_frames_flat_entry_takes_the_records_fields_in_order():
 
     fn = getattr(frames.frame, "py_func", frames.frame)
     params = list(inspect.signature(fn).parameters)
-    for record in (records.Shapes, records.Grid, records.Rules):
+    for record in (records.Bodies, records.Steps, records.Shapes, records.Grid,
+                   records.Rules, records.Pairs):
         fields = list(record._fields)
         k = params.index(fields[0])
         assert params[k:k + len(fields)] == fields, record.__name__

@@ -29,16 +29,19 @@ from .geometry import (
     _sweep,
 )
 from .jit import _as, _key, _max, _min, _unkey, jit, jit_borrow, jit_inline
+from .records import Rows
 
 
 @jit
 def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
     """The arrays :func:`begin_into` fills, sized for any substep of a frame of
-    ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes),
-    the contacts' particles and table rows (that room plus one a particle and wall,
-    plus one for the walls' branch-free store) and their state (``_contact_rows``:
-    that room plus one wall a particle; more wall contacts grow them), and which
-    particles are near the four walls of ``bounds`` (:func:`_near_walls`). Allocated once
+    ``x1``'s particles: the broad phase's room (``4 n``, at least 64, with shapes:
+    ``cp, cg, gap`` and each particle's move ``disp``), then the contacts' rows
+    (:class:`.records.Rows`: their particles and table rows with room for that plus
+    one a particle and wall, plus one for the walls' branch-free store; their state,
+    ``_contact_rows``, for that room plus one wall a particle, more wall contacts grow
+    them; which particles are near the four walls of ``bounds``,
+    :func:`_near_walls`). Allocated once
     a frame: with :func:`finish_space`'s, ~50 allocations a substep (malloc, free,
     their reference counts: ~15 % of the soft blob's profile) are gone.
 
@@ -55,10 +58,10 @@ def begin_space(x1, nshapes, nwalls, scratch):  # pragma: no cover - compiled
     k = min(cap, max(1024, n // 4)) if scratch else 0
     ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
         k + n * nwalls + 1 if scratch else cap + (n if nwalls else 0) + 1)
+    rows = Rows(np.empty(C, np.int64), np.empty(C, np.int64), ref, depth, touched, stuck,
+                nrm, spent, vhit, tau, e, mu, np.empty(n if nwalls == 4 else 0, np.bool_))
     return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap),
-            np.empty(n if nshapes else 0, x1.dtype), np.empty(C, np.int64),
-            np.empty(C, np.int64), ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-            mu, np.empty(n if nwalls == 4 else 0, np.bool_),
+            np.empty(n if nshapes else 0, x1.dtype), rows,
             (np.empty((nshapes if scratch else 0, 4)), np.empty(nshapes if scratch else 0),
              np.empty((2, n if k else 0)), np.empty((2, n if k else 0)),
              np.empty(n if k else 0, np.int64), np.empty(k, np.int64), np.empty(k),
@@ -75,9 +78,12 @@ def _contact_rows(C):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, lo,
-                hi):  # pragma: no cover - compiled
-    """Contacts ``lo .. hi`` of :func:`begin_into`'s rows as new: no side, not hit."""
+def _clear_rows(rows, lo, hi):  # pragma: no cover - compiled
+    """Contacts ``lo .. hi`` of :func:`begin_into`'s ``rows`` as new: no side, not
+    hit."""
+    ref, touched, stuck, depth, spent = (rows.ref, rows.touched, rows.stuck, rows.depth,
+                                         rows.spent)
+    nrm, vhit, tau = rows.nrm, rows.vhit, rows.tau
     for c in range(lo, hi):
         ref[c] = 0.0
         touched[c] = False
@@ -91,15 +97,14 @@ def _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, lo,
 
 
 @jit
-def begin(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h,
-          v_th):  # pragma: no cover
+def begin(moves, shapes, grid, rules, bounce):  # pragma: no cover
     """:func:`begin_into` in arrays of its own (the substep path): ``cp, cg, e, mu, ref,
     touched, nrm, depth, spent, stuck, vhit, tau, skin, touch``, one row a contact."""
-    (C, cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-     touch) = begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
-                         begin_space(x1, shapes.nshapes, shapes.nwalls, False))
-    return (cp[:C], cg[:C], e[:C], mu[:C], ref[:C], touched[:C], nrm[:C], depth[:C],
-            spent[:C], stuck[:C], vhit[:C], tau[:C], skin, touch)
+    C, rows, skin, touch = begin_into(moves, shapes, grid, rules, bounce, begin_space(
+        moves.x1, shapes.nshapes, shapes.nwalls, False))
+    return (rows.cp[:C], rows.cg[:C], rows.ce[:C], rows.cmu[:C], rows.ref[:C],
+            rows.touched[:C], rows.nrm[:C], rows.depth[:C], rows.spent[:C],
+            rows.stuck[:C], rows.vhit[:C], rows.tau[:C], skin, touch)
 
 
 @jit
@@ -150,20 +155,22 @@ def _wall_limit(rq, dq, wq, x1x, x1y, x0x, x0y, shapes, marg,
 
 
 @jit_inline
-def _bounds_hits(xq, yq, lq, a0, b0, o0, a1, b1, o1, a2, b2, o2, a3, b3,
-                 o3):  # pragma: no cover - compiled
+def _bounds_hits(xq, yq, lq, walls):  # pragma: no cover - compiled
     """Whether a particle at ``(xq, yq)`` with limit ``lq`` is near each of the four
-    walls ``a x + b y - o`` (:func:`_near_walls`)."""
+    walls ``a x + b y - o`` (:func:`_near_walls`; ``walls``: their numbers ``a0, b0,
+    o0, .. a3, b3, o3``)."""
+    a0, b0, o0, a1, b1, o1, a2, b2, o2, a3, b3, o3 = walls
     return (((a0 * xq + b0 * yq) - o0) < lq, ((a1 * xq + b1 * yq) - o1) < lq,
             ((a2 * xq + b2 * yq) - o2) < lq, ((a3 * xq + b3 * yq) - o3) < lq)
 
 
 @jit_borrow
-def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
+def _near_walls(moves, disp, geo, W0, shapes, marg, rows,
                 m):  # pragma: no cover - compiled
     """:func:`begin_into`'s four walls of ``bounds`` (table rows ``W0 ..``): the
-    (particle, wall) pairs near each other stored from ``c_p[m]``, in that order.
-    Returns their count.
+    (particle, wall) pairs near each other stored from ``rows.cp[m]``, in that order.
+    Returns their count. ``shapes``: whether the world has shapes (``disp`` is then
+    each particle's move).
 
     First which particles may be near a wall (``near``, by :func:`_wall_limit`'s
     bound), in a loop LLVM makes vector instructions, then those few tested exactly
@@ -171,10 +178,11 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
     particles: 2.4 -> 0.9 us; without the square root 0.7). The positions are read
     as flat arrays: with a row length unknown at compile time LLVM's vector loop
     assumed rows of one number, and the scalar loop ran."""
-    a0, b0, o0 = geo[W0, 0], geo[W0, 1], geo[W0, 2]
-    a1, b1, o1 = geo[W0 + 1, 0], geo[W0 + 1, 1], geo[W0 + 1, 2]
-    a2, b2, o2 = geo[W0 + 2, 0], geo[W0 + 2, 1], geo[W0 + 2, 2]
-    a3, b3, o3 = geo[W0 + 3, 0], geo[W0 + 3, 1], geo[W0 + 3, 2]
+    x0, x1, r, w = moves.x0, moves.x1, moves.r, moves.w
+    near, c_p, c_g = rows.near, rows.cp, rows.cg
+    walls = (geo[W0, 0], geo[W0, 1], geo[W0, 2], geo[W0 + 1, 0], geo[W0 + 1, 1],
+             geo[W0 + 1, 2], geo[W0 + 2, 0], geo[W0 + 2, 1], geo[W0 + 2, 2],
+             geo[W0 + 3, 0], geo[W0 + 3, 1], geo[W0 + 3, 2])
     f0 = x0.reshape(-1)
     f1 = x1.reshape(-1)
     n = x1.shape[0]
@@ -183,8 +191,7 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
         yq = f1[2 * q + 1]
         lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], xq, yq, f0[2 * q],
                          f0[2 * q + 1], shapes, marg, False)
-        h0, h1, h2, h3 = _bounds_hits(xq, yq, lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
-                                      a3, b3, o3)
+        h0, h1, h2, h3 = _bounds_hits(xq, yq, lq, walls)
         near[q] = h0 | h1 | h2 | h3
     nw = 0
     for q in range(n):                  # the exact test
@@ -192,8 +199,7 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
             continue
         lq = _wall_limit(r[q], disp[q] if shapes else marg, w[q], x1[q, 0], x1[q, 1],
                          x0[q, 0], x0[q, 1], shapes, marg, True)
-        hits = _bounds_hits(x1[q, 0], x1[q, 1], lq, a0, b0, o0, a1, b1, o1, a2, b2, o2,
-                            a3, b3, o3)
+        hits = _bounds_hits(x1[q, 0], x1[q, 1], lq, walls)
         for k in range(4):
             if hits[k]:
                 c_p[m + nw] = q
@@ -203,11 +209,13 @@ def _near_walls(x0, x1, r, w, disp, geo, W0, shapes, marg, near, c_p, c_g,
 
 
 @jit_borrow
-def _other_walls(x0, x1, r, w, disp, geo, W0, nwalls, shapes, marg, c_p, c_g,
+def _other_walls(moves, disp, geo, W0, nwalls, shapes, marg, rows,
                  m):  # pragma: no cover - compiled
     """:func:`begin_into`'s walls when they are not the four of ``bounds``: every
-    (particle, wall) stored from ``c_p[m]``, the count moving on a hit only. Returns
-    the count."""
+    (particle, wall) stored from ``rows.cp[m]``, the count moving on a hit only.
+    Returns the count (the arguments as :func:`_near_walls`')."""
+    x0, x1, r, w = moves.x0, moves.x1, moves.r, moves.w
+    c_p, c_g = rows.cp, rows.cg
     nw = 0
     for q in range(x1.shape[0]):
         xq = x1[q, 0]
@@ -249,10 +257,9 @@ def _displacements(x0, x1, w, disp):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _begin_walls(x0, x1, w, r, shapes, rules, c_p, c_g, ref, depth, touched, stuck, nrm,
-                 spent, vhit, tau, e, mu, near):  # pragma: no cover - compiled
+def _begin_walls(moves, shapes, rules, rows):  # pragma: no cover - compiled
     """:func:`begin_into` for a world without shapes (table rows ``0 ..`` are walls)
-    in the arrays of its ``space``: the tolerances, the walls, the contacts' rows
+    in the arrays of its ``space`` (``rows``): the tolerances, the walls, the contacts' rows
     cleared and their materials. Returns ``(C, skin, touch)``; ``C`` is -1, the rows
     untouched, when more wall contacts than rows were found (particles in corners:
     ``begin_into`` grows them).
@@ -260,32 +267,32 @@ def _begin_walls(x0, x1, w, r, shapes, rules, c_p, c_g, ref, depth, touched, stu
     Its own kernel counting no references, which the frame calls directly: a call of
     ``begin_into`` counted its 34 arguments (with ``space``'s 17) on entry and exit,
     and made twelve views to return, ~0.5 us of the soft blob's 2 us a substep."""
+    x1, r = moves.x1, moves.r
     geo, nwalls = shapes.geo, shapes.nwalls
     skin, touch = _begin_tolerances(x1, rules)
     n = x1.shape[0]
     if nwalls == 0 or n == 0:
         return 0, skin, touch
-    if c_p.size < n * nwalls + 1 or (nwalls == 4 and near.size < n):
+    if rows.cp.size < n * nwalls + 1 or (nwalls == 4 and rows.near.size < n):
         return -1, skin, touch      # not begin_space's arrays for these particles
     marg = _as(x1, rules.margin)
     if nwalls == 4:
-        C = _near_walls(x0, x1, r, w, r, geo, 0, False, marg, near, c_p, c_g, 0)
+        C = _near_walls(moves, r, geo, 0, False, marg, rows, 0)
     else:
-        C = _other_walls(x0, x1, r, w, r, geo, 0, nwalls, False, marg, c_p, c_g, 0)
-    if C > ref.size:
+        C = _other_walls(moves, r, geo, 0, nwalls, False, marg, rows, 0)
+    if C > rows.ref.size:
         return -1, skin, touch
-    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo,
-                rules, 0, C)
+    _rows_start(rows, geo, rules, 0, C)
     return C, skin, touch
 
 
 @jit_borrow
-def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
-                m, C):  # pragma: no cover - compiled
+def _rows_start(rows, geo, rules, m, C):  # pragma: no cover - compiled
     """The contact rows ``m .. C`` cleared, and every row's materials (NaN in the
     table: the world's ``rules.e_def``, ``rules.mu_def``)."""
     e_def, mu_def = rules.e_def, rules.mu_def
-    _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, m, C)
+    c_g, e, mu = rows.cg, rows.ce, rows.cmu
+    _clear_rows(rows, m, C)
     for c in range(C):
         g = c_g[c]
         e[c] = e_def if math.isnan(geo[g, E]) else geo[g, E]
@@ -293,36 +300,33 @@ def _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, g
 
 
 @jit
-def begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
-               space):  # pragma: no cover
+def begin_into(moves, shapes, grid, rules, bounce, space):  # pragma: no cover
     """``Colliders.begin`` up to the particle pairs, after the integrator moved ``x1``
     from ``x0``: ``_tolerances``, the broad phase (``aabb_pairs_brute`` or
     ``ShapeGrid.query``, the same rule choosing), ``Contacts.add_group`` with its
-    start-gap filter, ``Contacts.sweep`` (moves ``x1``, adds to ``dx``) and the walls
-    (table rows ``nshapes ..``), in the arrays of ``space`` (:func:`begin_space`; a
-    broad phase that outgrows them gets new ones).
+    start-gap filter, ``Contacts.sweep`` (moves ``moves.x1``, adds to ``moves.dx``)
+    and the walls (table rows ``nshapes ..``), in the arrays of ``space``
+    (:func:`begin_space`; a broad phase that outgrows them gets new ones).
 
-    ``v0`` (no rows: none), ``acc``, ``h``, ``v_th``: bounces at the time of impact
-    (``Colliders.begin``'s ``v0``).
+    ``bounce`` (:class:`.records.Bounce`; ``v0`` without rows: none): bounces at the
+    time of impact (``Colliders.begin``'s ``v0``).
 
-    Returns ``C, cp, cg, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau,
-    skin, touch``: the first ``C`` rows of the arrays are the contacts' particles and
-    table rows in the reference's group order (shape type by shape type, each in
-    ``(particle, shape)`` order, then the walls), their materials, segment sides, and
-    what the sweep did to them (``_toi_into``); ``space``'s arrays (valid until the next
-    call with it) or, grown, new ones. Whole arrays and a count, not views: the frame
-    would count a reference to each view (see :func:`frame`).
+    Returns ``C, rows, skin, touch``: the first ``C`` of the contact ``rows``
+    (:class:`.records.Rows`) are the contacts' particles and table rows in the
+    reference's group order (shape type by shape type, each in ``(particle, shape)``
+    order, then the walls), their materials, segment sides, and what the sweep did to
+    them (``_toi_into``); ``space``'s arrays (valid until the next call with it) or,
+    grown, new ones. Whole arrays and a count, not views: the frame would count a
+    reference to each view (see :func:`frame`).
     """
+    x0, x1, w, r = moves.x0, moves.x1, moves.w, moves.r
     n = x1.shape[0]
     geo, nshapes, nwalls = shapes.geo, shapes.nshapes, shapes.nwalls
-    (cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e,
-     mu, near, _) = space
+    cp, cg, gap, disp, rows, _ = space
     if nshapes == 0:
-        C, skin, touch = _begin_walls(x0, x1, w, r, shapes, rules, c_p, c_g, ref, depth,
-                                      touched, stuck, nrm, spent, vhit, tau, e, mu, near)
+        C, skin, touch = _begin_walls(moves, shapes, rules, rows)
         if C >= 0:
-            return (C, c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit,
-                    tau, skin, touch)
+            return C, rows, skin, touch
     skin, touch = _begin_tolerances(x1, rules)
     marg = _as(x1, rules.margin)
     movable = _displacements(x0, x1, w, disp) if nshapes else 0  # only walls: unneeded
@@ -339,6 +343,9 @@ def begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
             cg = np.empty(cap, np.int64)
             gap = np.empty(cap)
     nq = n if nwalls else 0
+    c_p, c_g, e, mu = rows.cp, rows.cg, rows.ce, rows.cmu
+    ref, depth, touched, stuck, nrm = rows.ref, rows.depth, rows.touched, rows.stuck, rows.nrm
+    spent, vhit, tau = rows.spent, rows.vhit, rows.tau
     if m + nq * nwalls + 1 > c_p.size:      # outgrown: arrays of this call's own
         c_p = np.empty(m + nq * nwalls + 1, np.int64)
         c_g = np.empty(m + nq * nwalls + 1, np.int64)
@@ -346,11 +353,12 @@ def begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
         ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu = _contact_rows(
             m + nq + 1)
     tspace = toi_space(n if m else 0, m)
-    C = m + _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch,
-                         marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
-                         depth, touched, stuck, nrm, spent, vhit, tau, near,
-                         np.empty(m, np.int64), np.empty(m), np.empty(WALL + 1, np.int64),
-                         tspace)
+    rows = Rows(c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,
+                rows.near)
+    C = m + _begin_sweep(moves, shapes, rules, (skin, touch, marg), bounce,
+                         (m, cp, cg, gap, disp), rows,
+                         (np.empty(m, np.int64), np.empty(m),
+                          np.empty(WALL + 1, np.int64), tspace))
     if C > ref.size:        # more wall contacts than particles (corners): grown
         (ref2, depth2, touched2, stuck2, nrm2, spent2, vhit2, tau2, e,
          mu) = _contact_rows(C)
@@ -364,26 +372,32 @@ def begin_into(x0, x1, w, r, dx, shapes, grid, rules, v0, acc, h, v_th,
         tau2[:m] = tau[:m]
         ref, depth, touched, stuck, nrm, spent = ref2, depth2, touched2, stuck2, nrm2, spent2
         vhit, tau = vhit2, tau2
-    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
-                m, C)
-    return (C, c_p, c_g, e, mu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-            touch)
+        rows = Rows(c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,
+                    rows.near)
+    _rows_start(rows, geo, rules, m, C)
+    return C, rows, skin, touch
 
 
 @jit_borrow
-def _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch, marg, v0, acc, h,
-                 v_th, m, cp, cg, gap, disp, c_p, c_g, ref, depth, touched, stuck, nrm,
-                 spent, vhit, tau, near, order, gap_o, start,
-                 tspace):  # pragma: no cover - compiled
-    """:func:`begin_into` after its broad phase (``m`` contacts in ``cp, cg, gap``):
-    the contacts grouped by shape type into ``c_p, c_g`` (a stable counting sort:
+def _begin_sweep(moves, shapes, rules, tol, bounce, found, rows,
+                 work):  # pragma: no cover - compiled
+    """:func:`begin_into` after its broad phase (``found``: ``m`` contacts in ``cp,
+    cg, gap`` and the particles' moves ``disp``; ``tol``: ``skin, touch`` and the
+    margin ``marg``): the contacts grouped by shape type into ``rows.cp, rows.cg``
+    (a stable counting sort:
     the reference's groups), their rows cleared and segment sides found, the sweep
     (``_toi_into``: moves ``x1``, adds to ``dx``), then the walls after them. Returns
     the number of wall contacts ``nw`` (rows ``m .. m + nw``, not yet started).
 
-    Room: ``c_p, c_g`` for ``m + n nwalls + 1``, the rows for ``m``, ``order``,
-    ``gap_o`` and ``tspace`` (:func:`toi_space`) for ``m``, ``start`` for ``WALL + 1``."""
+    Room: ``rows.cp, rows.cg`` for ``m + n nwalls + 1``, the rows for ``m``; ``work``:
+    ``order``, ``gap_o`` and ``tspace`` (:func:`toi_space`) for ``m``, ``start`` for
+    ``WALL + 1``."""
+    x0, x1 = moves.x0, moves.x1
     kinds, geo, nshapes, nwalls = shapes.kinds, shapes.geo, shapes.nshapes, shapes.nwalls
+    skin, touch, marg = tol
+    m, cp, cg, gap, disp = found
+    order, gap_o, start, tspace = work
+    c_p, c_g, ref = rows.cp, rows.cg, rows.ref
     if m:
         start[:] = 0
         for c in range(m):
@@ -398,16 +412,17 @@ def _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch, marg, v0, acc, h,
             c_p[k] = cp[order[k]]
             c_g[k] = cg[order[k]]
             gap_o[k] = gap[order[k]]
-        _clear_rows(ref, touched, stuck, depth, spent, nrm, vhit, tau, 0, m)
+        _clear_rows(rows, 0, m)
         for c in range(m):
             g = c_g[c]
             if kinds[g] == SEGMENT:
                 q = c_p[c]
                 ref[c] = _side(x0[q, 0], x0[q, 1], geo[g, 0], geo[g, 1], geo[g, 2],
                                geo[g, 3])
-        _toi_into(x0, x1, r, dx, skin, touch, c_p[:m], c_g[:m], gap_o[:m], ref[:m], m,
-                  shapes, rules, touched[:m], nrm[:m], depth[:m], spent[:m], stuck[:m], v0,
-                  acc, h, v_th, vhit[:m], tau[:m], tspace)
+        _toi_into(moves, skin, touch, gap_o[:m], Rows(
+            c_p[:m], c_g[:m], ref[:m], rows.depth[:m], rows.touched[:m], rows.stuck[:m],
+            rows.nrm[:m], rows.spent[:m], rows.vhit[:m], rows.tau[:m], rows.ce, rows.cmu,
+            rows.near), shapes, rules, bounce, tspace)
     # Walls: n . x1 - offset below r + disp + MARGIN, after the sweep. Each particle's
     # limit (``_wall_limit``), then the walls, the hits in (particle, wall) order after
     # the shapes' contacts: the four walls of ``bounds`` in ``_near_walls``, any other
@@ -419,21 +434,18 @@ def _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch, marg, v0, acc, h,
     # one limit, the larger (a NaN path keeps lo, as "dw < hi" is then false).
     nq = x1.shape[0] if nwalls else 0
     if nwalls == 4 and nq:
-        return _near_walls(x0, x1, r, w, disp, geo, nshapes, nshapes != 0, marg, near,
-                           c_p, c_g, m)
+        return _near_walls(moves, disp, geo, nshapes, nshapes != 0, marg, rows, m)
     if nwalls != 4 and nq:
-        return _other_walls(x0, x1, r, w, disp, geo, nshapes, nwalls, nshapes != 0, marg,
-                            c_p, c_g, m)
+        return _other_walls(moves, disp, geo, nshapes, nwalls, nshapes != 0, marg, rows,
+                            m)
     return 0
 
 
 @jit_borrow
-def _begin_fast(x0, x1, w, r, dx, shapes, rules, v0, acc, h, v_th, c_p, c_g, ref, depth,
-                touched, stuck, nrm, spent, vhit, tau, e, mu, near,
-                space):  # pragma: no cover - compiled
+def _begin_fast(moves, shapes, rules, bounce, rows, space):  # pragma: no cover - compiled
     """:func:`begin_into` where it makes no array: the brute-force broad phase
     (``_brute_masks``), in the scratch of ``space`` (:func:`begin_space` with
-    ``scratch``) and the rows given, all with room for every contact (the rows for
+    ``scratch``) and the ``rows`` given, all with room for every contact (the rows for
     a wall contact per particle and wall). Returns ``(C, skin, touch)``, or ``C`` -1
     with nothing changed when it cannot (the shape grid's broad phase, or too little
     room): ``begin_into`` then does it.
@@ -443,6 +455,7 @@ def _begin_fast(x0, x1, w, r, dx, shapes, rules, v0, acc, h, v_th, c_p, c_g, ref
     views, the arrays it returned) and made ~20 arrays."""
     cp, cg, gap, disp = space[:4]
     box, inv_len, lo, hi, bits, order, gap_o, start, tspace = space[-1]
+    x0, x1, w, r = moves.x0, moves.x1, moves.w, moves.r
     geo, nshapes, nwalls = shapes.geo, shapes.nshapes, shapes.nwalls
     skin, touch = _begin_tolerances(x1, rules)
     n = x1.shape[0]
@@ -457,15 +470,12 @@ def _begin_fast(x0, x1, w, r, dx, shapes, rules, v0, acc, h, v_th, c_p, c_g, ref
     m = _brute_masks(x0, x1, w, r, disp, shapes, marg, (cp, cg, gap),
                      (box, inv_len, lo, hi, bits))
     room = m + (n if nwalls else 0) * nwalls + 1
-    if (m < 0 or room > c_p.size or room > ref.size or m > order.size
+    if (m < 0 or room > rows.cp.size or room > rows.ref.size or m > order.size
             or m > tspace[1].size):
         return -1, skin, touch
-    C = m + _begin_sweep(x0, x1, w, r, dx, shapes, rules, skin, touch,
-                         marg, v0, acc, h, v_th, m, cp, cg, gap, disp, c_p, c_g, ref,
-                         depth, touched, stuck, nrm, spent, vhit, tau, near, order, gap_o,
-                         start, tspace)
-    _rows_start(ref, touched, stuck, depth, spent, nrm, vhit, tau, e, mu, c_g, geo, rules,
-                m, C)
+    C = m + _begin_sweep(moves, shapes, rules, (skin, touch, marg), bounce,
+                         (m, cp, cg, gap, disp), rows, (order, gap_o, start, tspace))
+    _rows_start(rows, geo, rules, m, C)
     return C, skin, touch
 
 
@@ -482,13 +492,13 @@ def toi_space(n, cap):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
-              nrm, depth, spent, stuck, v0, acc0, h, v_th, vhit, tauo,
+def _toi_into(moves, skin, touch, gap, rows, shapes, rules, bounce,
               space):  # pragma: no cover - compiled
-    """``Contacts.sweep``: the time-of-impact loop over the contacts ``0..m-1`` (in
-    the reference's order), moving ``x1`` and adding to ``dx``; fills the hit
-    contacts' ``touched``, ``nrm``, ``depth``, ``spent``, ``stuck``, ``vhit`` and
-    ``tauo`` (bounces at the time of impact when ``v0`` has rows, under ``acc0``).
+    """``Contacts.sweep``: the time-of-impact loop over the contacts of ``rows`` (in
+    the reference's order; ``gap`` their start gaps), moving ``moves.x1`` and adding
+    to ``moves.dx``; fills the hit contacts' ``touched``, ``nrm``, ``depth``,
+    ``spent``, ``stuck``, ``vhit`` and ``tau`` (bounces at the time of impact when
+    ``bounce.v0`` has rows, under ``bounce.acc``).
 
     Every pass looks at every contact of a particle still moving, in order, and
     keeps each particle's earliest hit (the first on a tie), as the reference's
@@ -500,7 +510,13 @@ def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, to
     contact), :func:`_toi_passes` does the work. Neither counts references: a call of
     ``_distance`` or ``_sweep`` passes ten arrays, and counting them cost ~100 ns a
     contact (the pile's sweep 12 -> 6 us a substep)."""
-    (loc, owner, path, state, planes, count, flags, best, best_k, unused, n0) = space
+    x0, x1 = moves.x0, moves.x1
+    cp = rows.cp
+    m = cp.size
+    v0, acc0 = bounce.v0, bounce.acc
+    loc, owner, path, state = space[0], space[1], space[2], space[3]
+    flags = space[6]
+    count = space[5]
     L = 0
     for k in range(m):
         q = cp[k]
@@ -524,24 +540,30 @@ def _toi_into(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, to
         count[a] = 0
         flags[0, a] = True          # live
         flags[1, a] = False         # moved
-    _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
-                nrm, depth, spent, stuck, h, v_th, vhit, tauo, loc, owner[:L], path[0],
-                path[1], path[2], path[3], bouncing, state[0], state[1], state[2],
-                state[3], state[4], planes, count, flags[0], flags[1], best[0], best_k,
-                best[1], best[2], unused, n0)
+    _toi_passes(moves, skin, touch, gap, rows, shapes, rules, bounce, space, L)
     for a in range(L):
         loc[owner[a]] = -1
 
 
 @jit_borrow
-def _toi_passes(x0, x1, r, dx, skin, touch, cp, cg, gap, ref, m, shapes, rules, touched,
-                nrm, depth, spent, stuck, h, v_th, vhit, tauo, loc, owner, posx, posy, endx,
-                endy, bouncing, tau, velx, vely, accx, accy, planes, count, live, moved,
-                best_t, best_k, best_nx, best_ny, unused, n0):  # pragma: no cover
-    """:func:`_toi_into`'s passes, in its scratch."""
+def _toi_passes(moves, skin, touch, gap, rows, shapes, rules, bounce, space,
+                L):  # pragma: no cover - compiled
+    """:func:`_toi_into`'s passes over its ``L`` particles, in its scratch ``space``
+    (its arguments, :func:`toi_space`'s arrays)."""
+    x0, x1, r, dx = moves.x0, moves.x1, moves.r, moves.dx
+    cp, cg, ref, touched, nrm = rows.cp, rows.cg, rows.ref, rows.touched, rows.nrm
+    depth, spent, stuck, vhit, tauo = rows.depth, rows.spent, rows.stuck, rows.vhit, rows.tau
+    m = cp.size
+    h, v_th = bounce.h, bounce.v_th
+    bouncing = bounce.v0.shape[0] > 0
+    (loc, owners, path, state, planes, count, flags, best, best_k, unused, n0) = space
+    owner = owners[:L]
+    posx, posy, endx, endy = path[0], path[1], path[2], path[3]
+    tau, velx, vely, accx, accy = state[0], state[1], state[2], state[3], state[4]
+    live, moved = flags[0], flags[1]
+    best_t, best_nx, best_ny = best[0], best[1], best[2]
     geo = shapes.geo
     e_def, mu_def = rules.e_def, rules.mu_def
-    L = owner.size
     # Starts on or inside: the normal there, and whether the plane is still unused.
     for k in range(m):
         if gap[k] <= touch:

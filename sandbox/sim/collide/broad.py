@@ -464,10 +464,11 @@ def _stable_order(key, start, table):  # pragma: no cover - compiled
 
 
 @jit
-def _scan_pairs(x, r, idx, order, start, sk, table, ny, marg, exclude, pi,
-                pj):  # pragma: no cover - compiled
-    """The pairs of ``particle_pairs`` into ``pi, pj`` in its order; returns their
-    number, or -1 when they do not fit.
+def _scan_pairs(x, r, cells, marg, exclude, out):  # pragma: no cover - compiled
+    """The pairs of ``particle_pairs`` into ``out``'s ``pi, pj`` in its order; returns
+    their number, or -1 when they do not fit. ``cells``: :func:`pair_list`'s grid of
+    the particles ``idx`` (those with a radius), sorted (``order``, keys ``sk``, the
+    cell starts ``start`` when ``table``, the column height ``ny``).
 
     Every pair is looked at once, from a half shell: from each particle in sorted
     order (``order``, keys ``sk``), its own cell after it and the cell above it, then
@@ -478,6 +479,8 @@ def _scan_pairs(x, r, idx, order, start, sk, table, ny, marg, exclude, pi,
     sorted order: the pairs come out by (earlier sorted place, later sorted place),
     the order ``particle_pairs`` gives them, with no sort afterwards.
     """
+    idx, order, start, sk, table, ny = cells
+    pi, pj = out
     n = x.shape[0]
     m = idx.size
     xs = np.empty(m, x.dtype)
@@ -609,8 +612,8 @@ def pair_list(x, r, margin, exclude):  # pragma: no cover - compiled
     while True:                 # no regrowing in the loop (see the module docstring)
         pi = np.empty(cap, np.int64)
         pj = np.empty(cap, np.int64)
-        P = _scan_pairs(x, r, idx, order, start, sk, table, ny,
-                        _as(x, margin), exclude, pi, pj)
+        P = _scan_pairs(x, r, (idx, order, start, sk, table, ny), _as(x, margin),
+                        exclude, (pi, pj))
         if P >= 0:
             break
         cap *= 4

@@ -55,10 +55,11 @@ from .broad import (
 from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
 from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
-from .records import Grid, Rules, Shapes
+from .records import Bounce, Grid, Moves, Rows, Rules, Shapes
 from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, ShapeSet, Walls
 
 _NO_KEYS = np.zeros(0, np.int64)
+_NO_NEAR = np.zeros(0, np.bool_)        # Rows.near: begin's scratch, not the stages'
 
 
 class _Table(NamedTuple):
@@ -300,7 +301,6 @@ class Colliders:
         t = self.tables(config.bounds)
         dx = np.zeros(x1.shape)
         rule = rules(config, x1.dtype)
-        e, mu = rule.e_def, rule.mu_def
         if v0 is None:
             v0, acc, v_th = np.zeros((0, 2), x1.dtype), np.zeros((0, 2), x1.dtype), math.inf
         else:
@@ -308,8 +308,8 @@ class Colliders:
             v0 = np.ascontiguousarray(v0, dtype=x1.dtype)
             v_th = 2.0 * math.hypot(*config.gravity) * h
         (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-         touch) = begin_stage.begin(x0, x1, w, r, dx, t.shapes, t.grid, rule, v0, acc,
-                                    float(h), v_th)
+         touch) = begin_stage.begin(Moves(x0, x1, w, r, dx), t.shapes, t.grid, rule,
+                                    Bounce(v0, acc, float(h), v_th))
         pairs = None
         if config.collide_particles:
             L = self._neighbours(x1, r, exclude, compiled=True)
@@ -317,8 +317,9 @@ class Colliders:
                 pairs = L
         if not cp.size and pairs is None:
             return None
-        return FlatContacts(x0, r, skin, touch, dx, t.shapes, cp, cg, ce, cmu, ref,
-                             touched, nrm, depth, spent, stuck, pairs, e, mu, vhit, tau)
+        rows = Rows(cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
+                    _NO_NEAR)
+        return FlatContacts(x0, r, skin, touch, dx, t.shapes, rows, pairs, rule)
 
 
     def frame_args(self, p, config, exclude, links, lam, zero_lam: bool, coefficients,

@@ -26,10 +26,12 @@ def _stop_k(vn, vn_ref, mu):  # pragma: no cover - compiled
 
 
 @jit_borrow
-def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                 used, lift):  # pragma: no cover - compiled
+def _shape_sweep(v, bounce, v_start, v_ref, bounced, v_th,
+                 shape_rows):  # pragma: no cover - compiled
     """The shape contacts' part of ``Contacts._velocity_sweep`` (``_shape_velocity``
-    per contact, one after another); returns the largest change."""
+    per contact, one after another; ``shape_rows``: :func:`finish_into`'s ``cp,
+    cact, cnx, cny, e, mu, used, lift``); returns the largest change."""
+    cp, cact, cnx, cny, e, mu, used, lift = shape_rows
     change = 0.0
     for c in range(cp.size):
         if not cact[c]:
@@ -83,16 +85,17 @@ def _pair_change(vrx, vry, vn, nx, ny, d, budget, stuck):  # pragma: no cover - 
 
 
 @jit_borrow
-def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck,
-                aref, aused, e, mu, nodes, gx, dt, gy, size, g0, g1, g2, g3, live,
-                count, da, db):  # pragma: no cover - compiled
+def _pair_sweep(v, bounce, v_th, bounced, pairs):  # pragma: no cover - compiled
     """``Contacts._pair_velocity``: one Jacobi sweep over the pairs in contact,
     averaged as in the projection; returns the largest change.
 
-    The pairs come as a compact list (``ai, aj`` particles, ``aa, ab`` their rows of
+    The pairs come as a compact list (``pairs``, :func:`finish_into`'s: ``ai, aj``
+    particles, ``aa, ab`` their rows of
     ``nodes``, the normal, ``afi = -wi/(wi + wj)``, ``afj = wj/(wi + wj)``, whether
     it stuck, ``aref`` the pre-contact normal velocity, ``aused`` the friction spent
-    by earlier sweeps), in the reference's pair order; the rest is scratch.
+    by earlier sweeps), in the reference's pair order, with their restitution ``e``
+    and friction ``mu`` and ``nodes``; the rest is scratch: ``gx, dt, gy, size, g0,
+    g1, g2, g3, live, count, da, db``.
 
     Each pair's change of relative velocity before its share, ``dvn n - dvt t``, is
     formed in the first loop, in float64 as the scratch would have held its parts
@@ -106,6 +109,8 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
 
     ``da, db`` come all zero and are left so (each row read is cleared): no clearing
     of all of them a sweep (the pile's 2,000 nodes: 64 kB)."""
+    (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, e, mu, nodes, gx, dt, gy,
+     size, g0, g1, g2, g3, live, count, da, db) = pairs
     na = ai.size
     if not bounce:
         # The inelastic sweep: the ends' velocities gathered (g0..g3, float64 holding
@@ -190,19 +195,14 @@ def _pair_sweep(v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, a
 
 
 @jit_borrow
-def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny, e, mu,
-                    used, lift, pairs):  # pragma: no cover - compiled
-    """``Contacts._velocity_sweep``: the shape contacts, then the particle pairs (the
-    active ones, packed in ``pairs``); returns the largest change."""
-    change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, cp, cact, cnx, cny,
-                          e, mu, used, lift)
-    (ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref, aused, pe, pmu, nodes, s0, s1,
-     s2, s3, s4, s5, s6, s7, live, count, da, db) = pairs
-    if ai.size:
-        change = max(change, _pair_sweep(
-            v, bounce, v_th, bounced, ai, aj, aa, ab, anx, any_, afi, afj, astuck, aref,
-            aused, pe, pmu, nodes, s0, s1, s2, s3, s4, s5, s6, s7, live, count, da,
-            db))
+def _velocity_sweep(v, bounce, v_start, v_pre, bounced, v_th, shape_rows,
+                    pairs):  # pragma: no cover - compiled
+    """``Contacts._velocity_sweep``: the shape contacts (``shape_rows``), then the
+    particle pairs (the active ones, packed in ``pairs``); returns the largest
+    change."""
+    change = _shape_sweep(v, bounce, v_start, v_pre, bounced, v_th, shape_rows)
+    if pairs[0].size:
+        change = max(change, _pair_sweep(v, bounce, v_th, bounced, pairs))
     return change
 
 
@@ -225,37 +225,37 @@ def finish_space(x, C, P, M):  # pragma: no cover - compiled
 
 
 @jit
-def finish(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th, touch,
-           sweeps, cp, cg, e, mu, ref, touched, stuck, nrm, spent, shapes, pi, pj, pa, pb,
-           nodes, reach, pe, pmu, ptouched, pstuck, a, at, vhit,
-           tau):  # pragma: no cover - compiled
+def finish(moves, v, x_prev, fold, rows, shapes, pairs, pstate,
+           rules):  # pragma: no cover - compiled
     """:func:`finish_into` in arrays of its own (the substep path)."""
-    return finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h,
-                       v_th, touch, sweeps, cp.size, cp, cg, e, mu, ref, touched, stuck,
-                       nrm, spent, shapes, pi.size, pi, pj, pa, pb, nodes, reach, pe, pmu,
-                       ptouched,
-                       pstuck, a, at, vhit, tau,
-                       finish_space(x, cp.size, pi.size, nodes.size))
+    return finish_into(moves, v, x_prev, fold, rows, shapes, pairs, pstate, rules,
+                       finish_space(moves.x1, rows.cp.size, pairs.pi.size,
+                                    pairs.nodes.size))
 
 
 @jit_borrow
-def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_th,
-                touch, sweeps, C, cp, cg, e, mu, ref, touched, stuck, nrm, spent, shapes,
-                P, pi, pj, pa, pb,
-                nodes, reach, pe, pmu, ptouched, pstuck, a, at, vhit, tau,
+def finish_into(moves, v, x_prev, fold, rows, shapes, pairs, pstate, rules,
                 space):  # pragma: no cover - compiled
-    """``Contacts.finish``: the velocity pass, written over ``v`` (and ``x_prev`` when
-    ``position_based``: the integrator's ``ContactFold.from_positions``; ``gain`` its
-    ``ContactFold.gain``) on the contact rows; ``a`` the acceleration, ``at`` its
-    ``velocity_time``, ``vhit``, ``tau`` the sweep's bounces; in the arrays of
-    ``space`` (:func:`finish_space`, room for at least these contacts, pairs and
-    nodes). Returns False when no contact was active (nothing written). The first
-    ``C`` contacts and ``P`` pairs of the arrays given, as in :func:`project`."""
-    cp, cg, e, mu, ref, touched = cp[:C], cg[:C], e[:C], mu[:C], ref[:C], touched[:C]
-    stuck, nrm, spent, vhit, tau = stuck[:C], nrm[:C], spent[:C], vhit[:C], tau[:C]
-    pi, pj, pa, pb, reach = pi[:P], pj[:P], pa[:P], pb[:P], reach[:P]
-    ptouched, pstuck = ptouched[:P], pstuck[:P]
-    nodes = nodes[:nodes.size if P else 0]
+    """``Contacts.finish``: the velocity pass on the particles of ``moves``, written
+    over ``v`` (and ``x_prev`` when ``fold.position_based``: the integrator's
+    ``ContactFold.from_positions``; ``fold.gain`` its ``ContactFold.gain``;
+    :class:`.records.Fold`) on the contact ``rows`` (their ``vhit``, ``tau``: the
+    sweep's bounces) and the particle ``pairs`` (``pstate``; restitution and friction
+    from ``rules``); in the arrays of ``space`` (:func:`finish_space`, room for at
+    least these contacts, pairs and nodes). Returns False when no contact was active
+    (nothing written). Every contact and pair given, as in :func:`project`."""
+    x, x0, w, r, dx = moves.x1, moves.x0, moves.w, moves.r, moves.dx
+    v_start, a, at, position_based = fold.v_start, fold.a, fold.at, fold.position_based
+    gain, h, v_th, touch, sweeps = fold.gain, fold.h, fold.v_th, fold.touch, fold.sweeps
+    cp, cg, e, mu, ref = rows.cp, rows.cg, rows.ce, rows.cmu, rows.ref
+    touched, nrm, spent = rows.touched, rows.nrm, rows.spent
+    vhit, tau = rows.vhit, rows.tau
+    C = cp.size
+    pi, pj, pa, pb, reach = pairs.pi, pairs.pj, pairs.pa, pairs.pb, pairs.reach
+    P = pi.size
+    ptouched, pstuck = pstate.ptouched, pstate.pstuck
+    nodes = pairs.nodes[:pairs.nodes.size if P else 0]
+    pe, pmu = rules.e_def, rules.mu_def
     touch_f = _as(x, touch)
     (sp_cact, sp_cnx, sp_cny, sp_ai, sp_aj, sp_aa, sp_ab, sp_anx, sp_any, sp_afi, sp_afj,
      sp_astuck, sp_rows, v_pos, v_pre, v_imp, bounced, sp_aref, sp_lift, sp_scr, sp_live,
@@ -293,7 +293,7 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     near = sp_live[:P]
     gd = afi
     # Apart (dist >= reach + touch) unless touched: skipped, no square root.
-    nn = _near_pairs(x, pi, pj, reach, touch_f, ptouched, True, near, anx, any_, gd)
+    nn = _near_pairs(x, pairs, touch_f, ptouched, True, (near, anx, any_, gd))
     # The particles in contact (pinned ends of pairs included: the sweeps read them);
     # only their rows of the velocity views are ever read, so only they are filled.
     # Marked in ``seen`` as their contacts and pairs are listed, then listed once each.
@@ -409,13 +409,14 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     used[:] = 0.0
     aused = sp_aused[:na]
     aused[:] = 0.0
-    pairs = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
-             afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, sp_scr[0, :na],
-             sp_scr[1, :na], sp_scr[2, :na], sp_scr[3, :na], sp_scr[4, :na],
-             sp_scr[5, :na], sp_scr[6, :na], sp_scr[7, :na], live, count, da, db)
+    compact = (ai[:na], aj[:na], aa[:na], ab[:na], anx[:na], any_[:na], afi[:na],
+               afj[:na], astuck[:na], aref, aused, pe, pmu, nodes, sp_scr[0, :na],
+               sp_scr[1, :na], sp_scr[2, :na], sp_scr[3, :na], sp_scr[4, :na],
+               sp_scr[5, :na], sp_scr[6, :na], sp_scr[7, :na], live, count, da, db)
+    shape_rows = (cp, cact, cnx, cny, e, mu, used, lift)
     for _ in range(max(sweeps, 4) if bounce else 0):
-        if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                           cny, e, mu, used, lift, pairs) <= tol:
+        if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, shape_rows,
+                           compact) <= tol:
             break
     # The friction the positions already took is in v_pos (its share of it for a
     # velocity integrator's fold): the inelastic sweeps only add the rest.
@@ -423,8 +424,8 @@ def finish_into(x, x0, v, x_prev, w, r, dx, v_start, position_based, gain, h, v_
     for c in range(C):
         used[c] = spent[c] * g_used
     for _ in range(max(sweeps, 2)):
-        if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, cp, cact, cnx,
-                           cny, e, mu, used, lift, pairs) <= tol:
+        if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, shape_rows,
+                           compact) <= tol:
             break
     for t in range(nr):
         q = np.uint64(rowlist[t])

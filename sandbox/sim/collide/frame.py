@@ -56,7 +56,20 @@ from .broad import (
 from .finish import finish, finish_into, finish_space
 from .jit import jit, jit_borrow
 from .project import pair_scratch, project
-from .records import Grid, Rules, Shapes
+from .records import (
+    Bodies,
+    Bounce,
+    Fold,
+    Grid,
+    Links,
+    Moves,
+    Pairs,
+    PairState,
+    Rows,
+    Rules,
+    Shapes,
+    Steps,
+)
 
 # ------------------------------------------------------------ the compiled twin
 
@@ -64,35 +77,35 @@ class FlatContacts:
     """One substep's contacts for the compiled backend: the contacts :class:`Contacts`
     holds, flat, with the same ``project`` and ``finish``.
 
-    ``cp``, ``cg`` give each contact's particle and row of the shape table, in the
-    reference's order (its groups one after another, the walls last); ``e``, ``mu`` its
-    material, ``ref`` a segment's side at the start of the substep, and the per-contact
-    state of :class:`_Group`: ``depth``, ``touched``, ``stuck``, ``nrm``, ``spent`` (the
-    velocity pass keeps ``used`` to itself). The particle pairs are the whole Verlet list
-    (pairs of two pinned particles never pass the kernels' tests, so dropping them as
-    :meth:`Contacts.set_pairs` does changes nothing) with the state of :class:`_Pairs`.
+    ``rows`` (:class:`.records.Rows`; also as attributes: ``cp``, ``cg``, ``e``,
+    ``mu``, ``ref``, ``touched``, ``nrm``, ``depth``, ``spent``, ``stuck``, ``vhit``,
+    ``tau``) give each contact's particle and row of the shape table ``shapes``, in the
+    reference's order (its groups one after another, the walls last), its material, a
+    segment's side at the start of the substep, and the per-contact state of
+    :class:`_Group` (the velocity pass keeps ``used`` to itself). The particle pairs
+    are the whole Verlet list (pairs of two pinned particles never pass the kernels'
+    tests, so dropping them as :meth:`Contacts.set_pairs` does changes nothing) with
+    the state of :class:`_Pairs` (``pstate``); ``rules`` the world's materials.
     """
 
-    def __init__(self, x0, r, skin, touch, dx, shapes, cp, cg, e, mu, ref, touched,
-                 nrm, depth, spent, stuck, pairs: _PairList | None, pe: float,
-                 pmu: float, vhit=None, tau=None) -> None:
+    def __init__(self, x0, r, skin, touch, dx, shapes, rows: Rows,
+                 pairs: _PairList | None, rules: Rules) -> None:
         self.x0, self.r, self.skin, self.touch, self.dx = x0, r, skin, touch, dx
-        self.shapes = shapes
-        self.cp, self.cg, self.e, self.mu, self.ref, self.touched = cp, cg, e, mu, ref, touched
-        self.nrm, self.depth, self.spent, self.stuck = nrm, depth, spent, stuck
-        self.vhit = np.zeros(cp.size) if vhit is None else vhit
-        self.tau = np.zeros(cp.size) if tau is None else tau
+        self.shapes, self.rows, self.rules = shapes, rows, rules
+        self.cp, self.cg, self.e, self.mu, self.ref = (rows.cp, rows.cg, rows.ce, rows.cmu,
+                                                       rows.ref)
+        self.touched, self.nrm, self.depth, self.spent = (rows.touched, rows.nrm,
+                                                          rows.depth, rows.spent)
+        self.stuck, self.vhit, self.tau = rows.stuck, rows.vhit, rows.tau
         self.pairs = pairs
         if pairs is None:
             z = np.zeros(0, np.int64)
-            self.pair_args = (z, z, z, z, z, np.zeros(0, r.dtype))
+            self.pair_rows = Pairs(z, z, z, z, z, np.zeros(0, r.dtype))
         else:
-            self.pair_args = (pairs.i, pairs.j, pairs.a, pairs.b, pairs.nodes, pairs.reach)
-        m = self.pair_args[0].size
-        self.pe, self.pmu = pe, pmu
-        self.pdepth = np.zeros(m)
-        self.ptouched = np.zeros(m, bool)
-        self.pstuck = np.zeros(m, bool)
+            self.pair_rows = Pairs(pairs.i, pairs.j, pairs.a, pairs.b, pairs.nodes,
+                                   pairs.reach)
+        m = self.pair_rows.pi.size
+        self.pstate = PairState(np.zeros(m), np.zeros(m, bool), np.zeros(m, bool))
         self.scratch = None
 
     def __bool__(self) -> bool:
@@ -101,24 +114,20 @@ class FlatContacts:
     def project(self, x: np.ndarray, w: np.ndarray) -> None:
         """:meth:`Contacts.project` (:func:`project`)."""
         if self.scratch is None:
-            self.scratch = pair_scratch(x, self.pair_args[0].size, self.pair_args[4].size)
-        project(x, w, self.x0, self.dx, self.r, self.skin, self.cp.size, self.cp, self.cg,
-                self.mu, self.ref, self.depth, self.touched, self.stuck, self.nrm,
-                self.spent, self.shapes, self.pair_args[0].size, *self.pair_args,
-                self.pmu, self.pdepth, self.ptouched, self.pstuck, self.scratch)
+            self.scratch = pair_scratch(x, self.pair_rows.pi.size,
+                                        self.pair_rows.nodes.size)
+        project(Moves(self.x0, x, w, self.r, self.dx), self.skin, self.rows, self.shapes,
+                self.pair_rows, self.pstate, self.rules.mu_def, self.scratch)
 
     def finish(self, p, integrator, v_start: np.ndarray, h: float, gravity,
                sweeps: int = 2) -> None:
         """:meth:`Contacts.finish` (:func:`finish`)."""
         fold = integrator.contact_fold(h)
         v_th = 2.0 * math.hypot(*gravity) * h
-        if finish(p.x, self.x0, p.v, p.x_prev, p.inv_mass, self.r, self.dx, v_start,
-                     fold.from_positions, fold.gain, h, v_th, self.touch, int(sweeps),
-                     self.cp, self.cg, self.e,
-                     self.mu, self.ref, self.touched, self.stuck, self.nrm, self.spent,
-                     self.shapes, *self.pair_args, self.pe, self.pmu, self.ptouched,
-                     self.pstuck, np.broadcast_to(p.a, p.x.shape),
-                     float(fold.velocity_time), self.vhit, self.tau):
+        if finish(Moves(self.x0, p.x, p.inv_mass, self.r, self.dx), p.v, p.x_prev,
+                  Fold(v_start, np.broadcast_to(p.a, p.x.shape), float(fold.velocity_time),
+                       fold.from_positions, fold.gain, h, v_th, self.touch, int(sweeps)),
+                  self.rows, self.shapes, self.pair_rows, self.pstate, self.rules):
             p.a_valid = False
 
 # ---------------------------------------------------------------- a whole frame
@@ -132,18 +141,29 @@ _START, _BEGIN, _LIST, _REBUILD, _ROOM, _GROW, _SOLVE = 0, 1, 2, 3, 4, 5, 6
 
 
 @jit_borrow
-def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx, rc, ca,
-                 c1s, c2s, at, h, v_th, iterations, sweeps, links, ci, cj, rest,
-                 compliance, kind, plan, inv_h2, lam, zero_lam, den, even, buf, lost,
-                 shapes, rules, collide, valid,
-                 pi, pj, pa, pb, nodes, reach, x_ref, pskin, cp, cg, ref, depth, touched,
-                 stuck, nrm, spent, vhit, tau, ce, cmu, near, fspace, pdepth, ptouched,
-                 pstuck, pscratch, bspace):  # pragma: no cover - compiled
-    """:func:`frame`'s substeps from substep ``s`` at ``stage`` (with the ``C,
-    skin, touch, use`` found before it), until the last is done or one needs an
-    array made: returns ``s, stage, C, skin, touch, use``, ``stage`` the one to go on
-    at after :func:`frame` made it (``_BEGIN``, ``_REBUILD``, ``_GROW``), or
-    ``s == rc.size``. Makes no array and counts no reference (``jit_borrow``)."""
+def _frame_steps(where, bodies, coef, links, shapes, rules, solve, vlist,
+                 work):  # pragma: no cover - compiled
+    """:func:`frame`'s substeps from substep ``s`` at ``stage`` (``where``: ``s, stage``
+    with the ``C, skin, touch, use`` found before it), until the last is done or one
+    needs an array made: returns ``s, stage, C, skin, touch, use``, ``stage`` the one
+    to go on at after :func:`frame` made it (``_BEGIN``, ``_REBUILD``, ``_GROW``), or
+    ``s == rc.size``. Makes no array and counts no reference (``jit_borrow``).
+
+    The records of :mod:`.records`: ``bodies``, ``coef`` (:class:`.records.Steps`),
+    ``links``, ``shapes``, ``rules``; ``solve``: ``iterations, sweeps, zero_lam,
+    collide, has_links``; ``vlist``, the Verlet list: ``valid``, its ``Pairs``,
+    ``x_ref``, ``pskin``; ``work``, the frame's arrays: ``v_old, dx``, the contact
+    ``Rows``, ``fspace`` (:func:`finish_space`), the pairs' ``PairState``,
+    ``pscratch`` (:func:`pair_scratch`), ``bspace`` (:func:`begin_space`)."""
+    s, stage, C, skin, touch, use = where
+    x, x_prev, v, a, w, r = bodies
+    rc, ca, c1s, c2s, at, h, v_th = coef
+    iterations, sweeps, zero_lam, collide, has_links = solve
+    valid, pairs, x_ref, pskin = vlist
+    v_old, dx, rows, fspace, pstate, pscratch, bspace = work
+    pi, nodes = pairs.pi, pairs.nodes
+    pdepth, ptouched, pstuck = pstate
+    lam = links.lam
     n = x.shape[0]
     nshapes = shapes.nshapes
     zero = c1s[0] - c1s[0]
@@ -163,13 +183,10 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
             # Straight into the arrays: walls only (_begin_walls), or shapes in a broad
             # phase that makes no array (_begin_fast).
             if nshapes == 0:
-                C, skin, touch = _begin_walls(PX, X, w, r, shapes, rules, cp, cg, ref,
-                                              depth, touched, stuck, nrm, spent, vhit, tau,
-                                              ce, cmu, near)
+                C, skin, touch = _begin_walls(Moves(PX, X, w, r, dx), shapes, rules, rows)
             else:
-                C, skin, touch = _begin_fast(PX, X, w, r, dx, shapes, rules, v_old, a, h,
-                                             v_th, cp, cg, ref, depth, touched, stuck, nrm,
-                                             spent, vhit, tau, ce, cmu, near, bspace)
+                C, skin, touch = _begin_fast(Moves(PX, X, w, r, dx), shapes, rules,
+                                             Bounce(v_old, a, h, v_th), rows, bspace)
             if C < 0:
                 return s, _BEGIN, C, skin, touch, use
             stage = _LIST
@@ -179,7 +196,7 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
                 return s, _REBUILD, C, skin, touch, use
             stage = _ROOM
         if stage == _ROOM:
-            use = collide and pi.size > 0 and any_moving(pi, pj, w)
+            use = collide and pi.size > 0 and any_moving(pi, pairs.pj, w)
             P = pi.size if use else 0
             M = nodes.size if use else 0
             if (C > fspace[0].size or P > fspace[3].size or M > fspace[21].size
@@ -193,20 +210,26 @@ def _frame_steps(s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx
             pstuck[k] = False
         if zero_lam:
             lam[:] = 0
+        # The first C contacts and P pairs: views, free here (no reference counts).
+        moves = Moves(PX, X, w, r, dx)
+        crows = Rows(rows.cp[:C], rows.cg[:C], rows.ref[:C], rows.depth[:C],
+                     rows.touched[:C], rows.stuck[:C], rows.nrm[:C], rows.spent[:C],
+                     rows.vhit[:C], rows.tau[:C], rows.ce[:C], rows.cmu[:C], rows.near)
+        cpairs = Pairs(pi[:P], pairs.pj[:P], pairs.pa[:P], pairs.pb[:P], nodes,
+                       pairs.reach[:P])
+        cstate = PairState(pdepth[:P], ptouched[:P], pstuck[:P])
         for _ in range(iterations):
-            if links:
-                _sweep_factored(X, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam,
-                                den, even, buf, lost)
+            if has_links:
+                _sweep_factored(X, w, links.ci, links.cj, links.rest, links.compliance,
+                                links.kind, links.plan, links.inv_h2, lam, links.den,
+                                links.even, links.buf, links.lost)
             if have:
-                project(X, w, PX, dx, r, skin, C, cp, cg, cmu, ref, depth, touched, stuck,
-                        nrm, spent, shapes, P, pi, pj, pa, pb, nodes, reach, rules.mu_def,
-                        pdepth, ptouched, pstuck, pscratch)
+                project(moves, skin, crows, shapes, cpairs, cstate, rules.mu_def, pscratch)
         _add_scaled_difference(v, X, PX, c1s[s])
         if have:
-            finish_into(X, PX, v, PX, w, r, dx, v_old, True, 1.0 / h, h, v_th, touch,
-                        sweeps, C, cp, cg, ce, cmu, ref, touched, stuck, nrm, spent,
-                        shapes, P, pi, pj, pa, pb, nodes, reach, rules.e_def, rules.mu_def,
-                        ptouched, pstuck, a, at, vhit, tau, fspace)
+            finish_into(moves, v, PX, Fold(v_old, a, at, True, 1.0 / h, h, v_th, touch,
+                                           sweeps),
+                        crows, shapes, cpairs, cstate, rules, fspace)
         s += 1
         stage = _START
     return s, stage, C, skin, touch, use
@@ -245,6 +268,8 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     # The records the stages take (:mod:`.records`), built here: free in a compiled
     # entry, ~2 us a call passed in from Python (this entry's arguments are their
     # fields, in order: tests/test_contact_kernels.py).
+    bodies = Bodies(x, x_prev, v, a, w, r)
+    coef = Steps(rc, ca, c1s, c2s, at, h, v_th)
     shapes = Shapes(kinds, rows, geo, nshapes, nwalls, pverts, pnorm, pedge, bverts, bnorm,
                     bedge)
     grid = Grid(keys, sids, cell, origin, dims)
@@ -253,18 +278,19 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     even = np.empty(ci.size, np.bool_)
     lost = _link_factors(w, ci, cj, compliance, inv_h2, den, even)
     buf = _soft_scratch(x)
+    chain = Links(ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even, buf, lost)
+    solve = (iterations, sweeps, zero_lam, collide, links)
     # The contact stages' arrays: the start's (``bspace``, begin_space's with scratch)
     # from the caller, kept from frame to frame (made each frame, their 3 MB came back
     # from the system with ~90 page faults a frame); the rest once a frame (grown when
     # a rebuilt list needs more).
-    (_, _, _, _, cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
-     near, _) = bspace
+    contacts = bspace[4]
     # Room for half as many pairs and nodes again as the list has: a rebuilt list with
     # more grew them, its new arrays came back from the system page by page (the
     # pile: 7 page faults a frame, ~30 us).
     room = pi.size + pi.size // 2 + 64
     mroom = min(nodes.size + nodes.size // 2 + 64, x.shape[0])
-    fspace = finish_space(x, ref.size, room, mroom)
+    fspace = finish_space(x, contacts.ref.size, room, mroom)
     pdepth = np.zeros(room)                  # the pairs' state, room for the list
     ptouched = np.zeros(room, np.bool_)
     pstuck = np.zeros(room, np.bool_)
@@ -286,18 +312,15 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     use = steps < 0
     while s < steps:
         s, stage, C, skin, touch, use = _frame_steps(
-            s, stage, C, skin, touch, use, x, x_prev, v, a, w, r, v_old, dx, rc, ca, c1s,
-            c2s, at, h, v_th, iterations, sweeps, links, ci, cj, rest, compliance, kind,
-            plan, inv_h2, lam, zero_lam, den, even, buf, lost, shapes, rules, collide,
-            valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin, cp, cg, ref, depth,
-            touched, stuck, nrm, spent, vhit, tau, ce, cmu, near, fspace, pdepth,
-            ptouched, pstuck, pscratch, bspace)
+            (s, stage, C, skin, touch, use), bodies, coef, chain, shapes, rules, solve,
+            (valid, Pairs(pi, pj, pa, pb, nodes, reach), x_ref, pskin),
+            (v_old, dx, contacts, fspace, PairState(pdepth, ptouched, pstuck), pscratch,
+             bspace))
         X = x_prev if s % 2 == 0 else x         # this substep's positions (swapped)
         PX = x if s % 2 == 0 else x_prev
         if stage == _BEGIN:
-            (C, cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
-             touch) = begin_into(PX, X, w, r, dx, shapes, grid, rules, v_old, a, h, v_th,
-                                 bspace)
+            C, contacts, skin, touch = begin_into(Moves(PX, X, w, r, dx), shapes, grid,
+                                                  rules, Bounce(v_old, a, h, v_th), bspace)
             stage = _LIST
         elif stage == _REBUILD:
             pi, pj, pa, pb, nodes, reach = pair_list(X, r, new_skin, exclude)
@@ -311,7 +334,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
             room = P + P // 2 + 64          # with room to spare, as above
             mroom = min(M + M // 2 + 64, X.shape[0])
             if C > fspace[0].size or P > fspace[3].size or M > fspace[21].size:
-                fspace = finish_space(X, max(C, ref.size), room, mroom)
+                fspace = finish_space(X, max(C, contacts.ref.size), room, mroom)
             if P > pdepth.size:
                 pdepth = np.zeros(room)
                 ptouched = np.zeros(room, np.bool_)

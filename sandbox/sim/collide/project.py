@@ -50,15 +50,17 @@ def pair_scratch(x, P, M):  # pragma: no cover - compiled
 
 
 @jit_inline
-def _near_pairs(x, i, j, reach, extra, touched, keep, near, gx, gy,
-                gd):  # pragma: no cover - compiled
-    """The pairs ``i, j`` whose ends may be closer than ``reach + extra`` (``keep``:
-    or ``touched``) listed into ``near``, with their normals ``gx, gy`` and distances
-    ``gd``; returns how many. Written always, kept if near: no branch on the random
-    half of a pile's list that is; a pair surely apart (``_beyond``) takes no square
-    root. Then the square roots and divisions over the list in one loop LLVM makes
-    vector instructions (per pair they kept the scalar divider busy). Inlined into
-    kernels that count no references (its arrays are not counted)."""
+def _near_pairs(x, pairs, extra, touched, keep, out):  # pragma: no cover - compiled
+    """The ``pairs`` (:class:`.records.Pairs`) whose ends may be closer than
+    ``reach + extra`` (``keep``: or ``touched``) listed into ``out``'s ``near``, with
+    their normals ``gx, gy`` and distances ``gd``; returns how many. Written always,
+    kept if near: no branch on the random half of a pile's list that is; a pair surely
+    apart (``_beyond``) takes no square root. Then the square roots and divisions over
+    the list in one loop LLVM makes vector instructions (per pair they kept the scalar
+    divider busy). Inlined into kernels that count no references (its arrays are not
+    counted)."""
+    i, j, reach = pairs.pi, pairs.pj, pairs.reach
+    near, gx, gy, gd = out
     nn = 0
     for k in range(i.size):
         ii = np.uint64(i[k])        # unsigned: no wraparound tests (module docstring)
@@ -80,14 +82,17 @@ def _near_pairs(x, i, j, reach, extra, touched, keep, near, gx, gy,
 
 
 @jit_borrow
-def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touched,
-                   stuck, scratch):  # pragma: no cover - compiled
-    """``Contacts._project_pairs``: one Jacobi pass, averaged per pair, in the arrays
-    of ``scratch`` (:func:`pair_scratch`).
+def _project_pairs(moves, skin, pairs, state, mu, scratch):  # pragma: no cover - compiled
+    """``Contacts._project_pairs``: one Jacobi pass over ``pairs`` (their ``state``:
+    :class:`.records.PairState`; ``mu`` their friction), averaged per pair, in the
+    arrays of ``scratch`` (:func:`pair_scratch`).
 
     The pairs within reach are listed first with their distances and normals
     (``_near_pairs``; the pile's pass: 38 -> 26 us a substep). The same operations on
     the same numbers: the same bits."""
+    x, w, x0, dx = moves.x1, moves.w, moves.x0, moves.dx
+    i, j, a, b, nodes, reach = pairs
+    depth, touched, stuck = state
     M = nodes.size
     skin_f = _as(x, skin)
     one = _as(x, 1.0)
@@ -101,7 +106,7 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
     gy = scratch[6][1]
     gd = scratch[6][2]
     # Beyond reach: pen <= 0, the pair is skipped without a square root.
-    nn = _near_pairs(x, i, j, reach, zero, touched, False, near, gx, gy, gd)
+    nn = _near_pairs(x, pairs, zero, touched, False, (near, gx, gy, gd))
     nl = 0
     for t in range(nn):
         k = np.uint64(near[t])
@@ -167,24 +172,22 @@ def _project_pairs(x, w, x0, dx, skin, i, j, a, b, nodes, reach, mu, depth, touc
 
 
 @jit_borrow
-def project(x, w, x0, dx, r, skin, C, cp, cg, mu, ref, depth, touched, stuck, nrm,
-            spent, shapes, P, pi, pj, pa, pb, nodes, reach, pmu, pdepth, ptouched, pstuck,
+def project(moves, skin, rows, shapes, pairs, pstate, pmu,
             scratch):  # pragma: no cover - compiled
-    """``Contacts.project``: the particle pairs (in ``scratch``: :func:`pair_scratch`,
-    room for them), then the shapes and walls, each contact after the previous one (a
-    particle's contacts in the reference's order; different particles do not
-    interact here).
+    """``Contacts.project`` on the particles of ``moves`` (:mod:`.records`): the
+    particle ``pairs`` (their state ``pstate``, friction ``pmu``; in ``scratch``:
+    :func:`pair_scratch`, room for them), then the contact ``rows`` with the shapes
+    and walls, each contact after the previous one (a particle's contacts in the
+    reference's order; different particles do not interact here).
 
-    The first ``C`` contacts and ``P`` pairs of the arrays given (room for more): the
-    frame passes its arrays whole, as views made here cost nothing (``jit_borrow``)
-    and views made there a reference count each (see :func:`frame`)."""
-    cp, cg, mu, ref, depth = cp[:C], cg[:C], mu[:C], ref[:C], depth[:C]
-    touched, stuck, nrm, spent = touched[:C], stuck[:C], nrm[:C], spent[:C]
-    pi, pj, pa, pb, reach = pi[:P], pj[:P], pa[:P], pb[:P], reach[:P]
-    pdepth, ptouched, pstuck = pdepth[:P], ptouched[:P], pstuck[:P]
-    if P:
-        _project_pairs(x, w, x0, dx, skin, pi, pj, pa, pb, nodes, reach, pmu, pdepth,
-                       ptouched, pstuck, scratch)
+    Every contact of ``rows`` and every pair of ``pairs``: the frame, which has room
+    for more, passes views of the first ``C`` and ``P``, made where they cost nothing
+    (``jit_borrow``; a view made in a kernel that counts references is a count)."""
+    x, w, x0, dx, r = moves.x1, moves.w, moves.x0, moves.dx, moves.r
+    cp, cg, mu, ref, depth = rows.cp, rows.cg, rows.cmu, rows.ref, rows.depth
+    touched, stuck, nrm, spent = rows.touched, rows.stuck, rows.nrm, rows.spent
+    if pairs.pi.size:
+        _project_pairs(moves, skin, pairs, pstate, pmu, scratch)
     for c in range(cp.size):
         q = np.uint64(cp[c])
         d, nx, ny = _contact_distance(cg[c], x[q, 0], x[q, 1], ref[c], shapes, x0[q, 0],
