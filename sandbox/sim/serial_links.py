@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .backend import njit
+from .collide.records import Links
 from .kernels import (
     GATHER_SOFT,
     ROPE,
@@ -45,14 +46,16 @@ def link_factors(w, ci, cj, compliance, inv_h2, den, even):  # pragma: no cover
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def _gather_factored(x, w, ci, cj, rest, compliance, kind, lam, inv_h2, den,
-                     even):  # pragma: no cover - compiled
-    """``_project_one`` for every link of the (sliced) arrays, in order, with the
-    factors of ``link_factors``: the inverse masses are read only to move the
+def _gather_factored(x, w, links):  # pragma: no cover - compiled
+    """``_project_one`` for every link of ``links`` (a :class:`.collide.records.Links`
+    of slices), in order, with the factors of ``link_factors``: the inverse masses
+    are read only to move the
     ends, after the division (the soft blob's compliant links, ~8 -> ~6.5 ns a
     link). Its own function over ``range(size)``: an index known to be
     non-negative needs no wraparound test, which on six arrays a link cost a fifth
     of the sweep."""
+    ci, cj, rest, compliance, kind = links.ci, links.cj, links.rest, links.compliance, links.kind
+    lam, inv_h2, den, even = links.lam, links.inv_h2, links.den, links.even
     eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
     for k in range(ci.size):
         i = np.uint64(ci[k])        # unsigned: no wraparound test
@@ -98,10 +101,13 @@ def _soft_holds(compliance, inv_h2, k0, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False, inline="always")
-def _soft_block(x, w, ci, cj, rest, cm, lam, inv_h2, den, start, m, ddx, ddy, sb,
-                lb):  # pragma: no cover - compiled
-    """``_gather_soft``'s three passes over the links ``start .. start + m``
-    (``m`` at most the scratch rows' length)."""
+def _soft_block(x, w, links, start, m):  # pragma: no cover - compiled
+    """``_gather_soft``'s three passes over the links ``start .. start + m`` of
+    ``links`` (``m`` at most the length of the rows of its scratch ``buf``: ``ddx,
+    ddy, sb, lb``)."""
+    ci, cj, rest, cm, lam = links.ci, links.cj, links.rest, links.compliance, links.lam
+    inv_h2, den, buf = links.inv_h2, links.den, links.buf
+    ddx, ddy, sb, lb = buf[0], buf[1], buf[2], buf[3]
     eps = rest.dtype.type(1e-12)
     zero = eps - eps
     for t in range(m):                          # gather
@@ -140,14 +146,13 @@ def _soft_block(x, w, ci, cj, rest, cm, lam, inv_h2, den, start, m, ddx, ddy, sb
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
-                 buf):  # pragma: no cover - compiled
+def _gather_soft(x, w, links, k0, n):  # pragma: no cover - compiled
     """``_gather_factored`` for the row of compliant sticks (``GATHER_SOFT``) of
-    links ``k0 .. k0 + n``, all keeping their compliance (``_soft_holds``): no
+    ``links`` ``k0 .. k0 + n``, all keeping their compliance (``_soft_holds``): no
     even split, no rope test.
 
     A row's links are independent (one colour), so the work may be ordered freely:
-    blocks of ``buf.shape[1]`` links in three passes (``_soft_block``), the ends'
+    blocks of ``links.buf.shape[1]`` links in three passes (``_soft_block``), the ends'
     differences gathered into ``buf``, the projection over those contiguous rows
     (LLVM makes the square roots and divisions vector instructions: 4.3 -> 1.1 ns
     a link here, the divider being the scalar loop's bound), the moves scattered.
@@ -157,28 +162,28 @@ def _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n,
     one block (the common case) is its own inlined copy: in the block loop LLVM
     made the passes ~10 % slower (soft blob, 4.2 -> 3.8 us a pass with the
     compliance check moved to ``link_factors``)."""
-    B = buf.shape[1]
+    B = links.buf.shape[1]
     start = np.uint64(k0)
     if n <= B:
-        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den, start, n,
-                    buf[0], buf[1], buf[2], buf[3])
+        _soft_block(x, w, links, start, n)
         return
     for b0 in range(0, n, B):
-        _soft_block(x, w, ci, cj, rest, compliance, lam, inv_h2, den,
-                    start + np.uint64(b0), min(B, n - b0), buf[0], buf[1], buf[2],
-                    buf[3])
+        _soft_block(x, w, links, start + np.uint64(b0), min(B, n - b0))
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", _nrt=False)
-def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
-                   even, buf, lost):  # pragma: no cover - compiled
-    """One XPBD sweep in one thread: the rows of ``plan`` in order (batch after
+def sweep_factored(x, w, links):  # pragma: no cover - compiled
+    """One XPBD sweep of ``links`` (:class:`.collide.records.Links`) in one thread:
+    the rows of ``plan`` in order (batch after
     batch), runs by ``_run_stride`` / ``_pairs_serial``, gathered rows link after
     link by ``_gather_factored`` with the frame's ``link_factors``, rows of
     compliant sticks by ``_gather_soft`` in ``buf`` (``soft_scratch``), those
     with a link that lost its compliance (only checked when ``link_factors``
     said ``lost``) by ``_gather_factored``. The same bits as ``_project_batches``
     (tested)."""
+    ci, cj, rest, compliance, kind, plan = (links.ci, links.cj, links.rest,
+                                            links.compliance, links.kind, links.plan)
+    inv_h2, lam, den, even, lost = links.inv_h2, links.lam, links.den, links.even, links.lost
     xf = x.reshape(-1)
     for c in range(plan.shape[0]):
         mode = plan[c, 0]
@@ -196,11 +201,12 @@ def sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den,
             continue
         if mode == GATHER_SOFT and (not lost
                                     or _soft_holds(compliance, inv_h2, k0, n)):
-            _gather_soft(x, w, ci, cj, rest, compliance, lam, inv_h2, den, k0, n, buf)
+            _gather_soft(x, w, links, k0, n)
             continue
         ks = slice(k0, k0 + n)
-        _gather_factored(x, w, ci[ks], cj[ks], rest[ks], compliance[ks], kind[ks],
-                         lam[ks], inv_h2, den[ks], even[ks])
+        _gather_factored(x, w, Links(ci[ks], cj[ks], rest[ks], compliance[ks], kind[ks],
+                                     plan, inv_h2, lam[ks], den[ks], even[ks], links.buf,
+                                     lost))
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -211,8 +217,8 @@ def sweep_serial(x, w, ci, cj, rest, compliance, kind, plan, inv_h2,
     den = np.empty(ci.size, rest.dtype)
     even = np.empty(ci.size, np.bool_)
     lost = link_factors(w, ci, cj, compliance, inv_h2, den, even)
-    sweep_factored(x, w, ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even,
-                   soft_scratch(x), lost)
+    sweep_factored(x, w, Links(ci, cj, rest, compliance, kind, plan, inv_h2, lam, den, even,
+                               soft_scratch(x), lost))
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")

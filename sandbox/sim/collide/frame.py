@@ -220,9 +220,7 @@ def _frame_steps(where, bodies, coef, links, shapes, rules, solve, vlist,
         cstate = PairState(pdepth[:P], ptouched[:P], pstuck[:P])
         for _ in range(iterations):
             if has_links:
-                _sweep_factored(X, w, links.ci, links.cj, links.rest, links.compliance,
-                                links.kind, links.plan, links.inv_h2, lam, links.den,
-                                links.even, links.buf, links.lost)
+                _sweep_factored(X, w, links)
             if have:
                 project(moves, skin, crows, shapes, cpairs, cstate, rules.mu_def, pscratch)
         _add_scaled_difference(v, X, PX, c1s[s])
