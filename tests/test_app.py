@@ -447,6 +447,20 @@ def check_cycle_constraints(app, b):
     assert np.isfinite(app.world.particles.x).all()
 
 
+def check_toggle_ensemble(app, b):
+    """A: every integrator on a copy of the world, on its steps; the ghost goes; A
+    again: off."""
+    app.do("toggle_ghost")
+    press(app, b.key, b.mods)
+    ens = app.session.ensemble
+    assert ens is not None and app.ghost is None
+    assert [m.name for m in ens.members] == NAMES
+    run(app, 2)
+    assert all(m.world.t == pytest.approx(app.world.t) for m in ens.members)
+    press(app, b.key, b.mods)
+    assert app.session.ensemble is None
+
+
 CHECKS = {name[len("check_"):]: fn for name, fn in globals().items()
           if name.startswith("check_")}
 

@@ -189,3 +189,16 @@ def test_the_level_picker_never_names_a_level_that_is_not_open(tmp_path):
     shown = a.panel.level.selected_option
     shown = shown[0] if isinstance(shown, tuple) else shown
     assert shown == "(not a level file)"
+
+
+def test_the_all_integrators_button(app):
+    """The button runs every integrator beside the world (A), says so, and again: off."""
+    button = app.panel.ensemble
+    if app.panel.scroller is not None:
+        app.panel.scroll_to(button.get_relative_rect().y)
+        app.frame(H)
+    click(app, button.get_abs_rect().center, frames=3)
+    assert app.session.ensemble is not None and app.ghost is None
+    assert "on" in app.panel.ensemble.text
+    click(app, app.panel.ensemble.get_abs_rect().center, frames=3)
+    assert app.session.ensemble is None and app.panel.ensemble.text == "all (A)"

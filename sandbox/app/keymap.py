@@ -109,6 +109,10 @@ KEYMAP: list[Binding] = [
             repeat=True),
     Binding(K.K_MINUS, ALT, "hz", "fewer steps per second (h larger)", arg=0.8,
             repeat=True),
+    Binding(K.K_EQUALS, CTRL, "hz", "halve the step (twice the steps per second)", arg=2.0),
+    Binding(K.K_MINUS, CTRL, "hz", "double the step (half the steps per second)", arg=0.5),
+    Binding(K.K_a, NONE, "toggle_ensemble", "all integrators side by side, the truth in "
+            "grey rings (small levels)"),
     Binding(K.K_h, NONE, "toggle_help", "this help"),
     Binding(K.K_F1, NONE, "toggle_help", "this help"),
     Binding(K.K_g, NONE, "toggle_ghost", "ghost: a copy run by another integrator"),

@@ -61,6 +61,7 @@ from .hud import (
     strain_legend_size,
     text_block,
 )
+from .hud import PANEL as PANEL_RGBA
 from .input import Input
 from .panel import WIDTH as PANEL_WIDTH
 from .panel import ControlPanel
@@ -113,6 +114,13 @@ def _shape_box(s: dict):
         return None
     lo, hi = one.aabb()
     return lo[0], hi[0]
+
+
+def ensemble_colour(name: str) -> tuple[int, int, int]:
+    """The integrator's plot colour (its ``style``), a quarter of the way to white: the
+    dark ones (brown, grey) stand out on the dark background."""
+    c = pygame.Color(INTEGRATORS[name].style[0])
+    return tuple(int(v + (255 - v) * 0.25) for v in (c.r, c.g, c.b))
 
 
 def fit(v: float, width: int, decimals: int, sign: bool = False) -> str:
@@ -218,7 +226,7 @@ class App:
             "set_speed": s.set_speed, "set_ghost": s.set_ghost, "set_level": self.set_level,
             "ghost_off": lambda: s.set_ghost(None),
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
-            "toggle_hud": self.toggle_hud,
+            "toggle_hud": self.toggle_hud, "toggle_ensemble": s.toggle_ensemble,
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
@@ -738,7 +746,7 @@ class App:
             view = self._view = world.view()
             r.background(surf, cam, world.config.bounds)
             r.shapes(surf, cam, view.shapes)
-            if self.show_trails:
+            if self.show_trails and s.ensemble is None:     # the ensemble: no trails
                 if self.ghost_history is not None:
                     draw_trails(surf, cam.to_screen, self.ghost_history, GHOST_COLOUR,
                                 BACKGROUND)
@@ -750,6 +758,8 @@ class App:
                 gx = self._positions(s.ghost, s.ghost_before)
                 r.ghost(surf, cam, s.ghost.view(), gx)
                 self._ghost_label(surf, gx)
+            if s.ensemble is not None:
+                self._draw_ensemble(surf)
             r.hand(surf, cam, view, x)
             if self.editor is not None:
                 self._draw_build(surf)
@@ -767,6 +777,97 @@ class App:
         # Outside the handler: its traceback (and any pixel lock in it) is released.
         surf.fill((0, 0, 0))
         surf.blit(self.fonts.text.render(self._draw_error, True, WARN), (10, 10))
+
+    def _draw_ensemble(self, surf: pygame.Surface) -> None:
+        """Every running member in its integrator's colour over the reference's grey
+        rings (a stopped member is no longer drawn)."""
+        ens = self.session.ensemble
+        members = [(m.world.view(), m.world.particles.x, ensemble_colour(m.name))
+                   for m in ens.members if m.stopped is None]
+        ref = ens.reference
+        reference = None
+        if ref is not None and ref.stopped is None:
+            reference = (ref.world.view(), ref.world.particles.x)
+        self.renderer.ensemble(surf, self.camera, members, reference)
+
+    def ensemble_lines(self) -> list:
+        """The ensemble's legend: a line a member in its colour (label, order, error
+        against the reference now and at ``ENSEMBLE_MARK_S``, that error's ratio to the
+        one at the step before, energy drift), or "diverged at t = ..." for one that
+        stopped; the reference's line and what the step keys do."""
+        from ..ensemble import FINE
+        from .session import ENSEMBLE_MARK_S
+        s = self.session
+        ens = s.ensemble
+        prev = s.ensemble_prev
+        mark = f"at {ENSEMBLE_MARK_S:g} s"
+        ratio_head = (f"÷ h {prev[0] * 1e3:.1f}" if prev is not None else "")
+        lines: list = [
+            (f"all integrators · h = {s.ensemble_h * 1e3:.2f} ms · "
+             f"{s.ensemble_elapsed():.1f} s since the start", KEY),
+            (f"{'integrator':<18} p {'error m':>9} {mark:>8} {ratio_head:>8} "
+             f"{'drift J':>9}", DIM)]
+        for r in ens.rows():
+            colour = ensemble_colour(r.name)
+            head = f"{r.label[:18]:<18} {r.order}"
+            if r.stopped is not None:
+                m = next(x for x in ens.members if x.name == r.name)
+                lines.append((f"{head} diverged at t = {m.t_stop:.3f} s", colour))
+                continue
+            at = s.ensemble_marks.get(r.name, math.nan)
+            ratio = math.nan
+            if prev is not None:
+                before = prev[1].get(r.name, math.nan)
+                if at > 0 and math.isfinite(before):
+                    ratio = before / at
+            mark_text = f"{at:8.1e}" if math.isfinite(at) else f"{'…':>8}"
+            ratio_text = f"{ratio:8.1f}" if math.isfinite(ratio) else f"{'':>8}"
+            lines.append((f"{head} {r.error:9.2e} {mark_text} {ratio_text} "
+                          f"{fit(r.drift, 9, 3, sign=True)}", colour))
+        lines.append((f"grey rings: {INTEGRATORS['forest_ruth'].label} at h/{FINE} "
+                      "(the truth)", (170, 170, 170)))
+        lines.append(("Ctrl+= halves h, Ctrl+- doubles it · A: off", DIM))
+        return lines
+
+    #: Frames between two renderings of the ensemble's legend (its text ~2 ms a frame;
+    #: numbers that change 10 times a second are still read as live).
+    LEGEND_EVERY = 6
+
+    def _draw_ensemble_legend(self, surf: pygame.Surface) -> None:
+        """The legend at the top right of the scene's area (left of the panel), its
+        text made anew every ``LEGEND_EVERY`` frames."""
+        cached = self._legend_cache
+        if cached is None or self.frame_count % self.LEGEND_EVERY == 0:
+            f = self.fonts.small
+            lines = self.ensemble_lines()
+            width = max(f.size(t)[0] for t, _ in lines) + 16
+            height = f.get_linesize() * len(lines) + 16
+            cached = pygame.Surface((width, height), pygame.SRCALPHA)
+            cached.fill(PANEL_RGBA)                 # set, not blended: as text_block's
+            for k, (text, colour) in enumerate(lines):
+                cached.blit(f.render(text, True, colour), (8, 8 + k * f.get_linesize()))
+            self._legend_cache = cached
+        sx, sy, sw, _ = self.safe_area()
+        w, h = cached.get_size()
+        # Top left or top right of the scene's area: where fewer of the bodies are (at
+        # the right it lay on the pendulums' double pendulum).
+        pts = self.camera.to_screen(self.world.particles.x)
+        spots = [(max(sx + 8, sx + sw - w - 8), sy), (sx + 8, sy)]
+        covered = [int(((pts[:, 0] >= x - 20) & (pts[:, 0] < x + w + 20)
+                        & (pts[:, 1] >= y - 20) & (pts[:, 1] < y + h + 20)).sum())
+                   for x, y in spots]
+        last = self._legend_spot
+        best = int(np.argmin(covered))
+        if last is not None and covered[last] <= covered[best]:
+            best = last
+        self._legend_spot = best
+        at = spots[best]
+        surf.blit(cached, at)
+        self.ensemble_legend_at = cached.get_rect(topleft=at)
+
+    ensemble_legend_at: pygame.Rect | None = None
+    _legend_cache: pygame.Surface | None = None
+    _legend_spot: int | None = None
 
     def hud_shown(self) -> list[list]:
         """The HUD as it is drawn: the compact lines, or (V) every line in two columns
@@ -939,6 +1040,8 @@ class App:
             text_block(surf, f.text, [(line, colour) for line in
                                       self.overlay.wrap(rec, beside - 24)],
                        (8, hud.bottom + 4), pad=8)
+        if self.session.ensemble is not None:
+            self._draw_ensemble_legend(surf)
         self.overlay.messages(surf, *self._messages_args())
         panel_rect, portrait = self._column_rects()
         if portrait is not None:

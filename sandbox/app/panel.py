@@ -187,7 +187,14 @@ class ControlPanel:
             self.sliders[key] = (slider, value, get)
             self.actions[slider] = act
             y += 22
-        label("ghost  G, Shift+G, Ctrl+G")
+        # The ghost's row shares its label line with the ensemble's button (another row
+        # would make the panel scroll at 1280 x 800): both are an overlay on the world.
+        label("ghost  G, Shift+G", width=w - 116)
+        self.ensemble = UIButton(pygame.Rect(8 + w - 112, y - 2, 112, 22), "",
+                                 manager=m, container=c,
+                                 tool_tip_text="A: every integrator on the same steps and "
+                                 "hand, the truth in grey rings")
+        self.actions[self.ensemble] = lambda: self.app.do("toggle_ensemble")
         y += 20
         ghosts = [GHOST_OFF] + options
         up = pygame_gui.core.ObjectID(class_id="@up_menu")   # opens upwards: near the bottom
@@ -336,6 +343,9 @@ class ControlPanel:
                 self._show_choice(key, texts.get(key, lambda v: v)(want))
         self._shown.update(state)
         self.pause.set_text("Run" if s.paused else "Pause")
+        ens = "all: on (A)" if s.ensemble is not None else "all (A)"
+        if self.ensemble.text != ens:
+            self.ensemble.set_text(ens)
         for slider, _, get in self.sliders.values():
             v = get()
             v = int(v) if slider.use_integers_for_value else float(v)

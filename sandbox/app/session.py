@@ -47,6 +47,15 @@ CATCH_UP_S = 1 / 60
 #: has blown up (a cloth at 100 m/s throughout), and the session pauses as on divergence.
 BLOWUP_FACTOR = 100.0
 BLOWUP_SPEED = 10.0                     # m/s
+#: The ensemble (every integrator side by side, A) runs on levels up to this many
+#: particles, and stays on while its steps take at most ENSEMBLE_BUDGET_S a frame
+#: (ENSEMBLE_PATIENCE frames in a row over it, the compiled kernels loaded, turn it off).
+ENSEMBLE_MAX_PARTICLES = 300
+ENSEMBLE_BUDGET_S = 0.012
+ENSEMBLE_PATIENCE = 20
+#: The legend's "error at" mark: each member's error this long (simulated s) after the
+#: ensemble (re)started, kept to compare with the same mark at the step before.
+ENSEMBLE_MARK_S = 1.0
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -177,6 +186,16 @@ class Session:
         self.behind = False         # the last frame's steps took longer than they simulated
         self.player = None                           # a replay being played (play_replay)
         self._last_drag = None
+        #: Every integrator side by side (A): an ``ensemble.Ensemble`` of the world, or None.
+        self.ensemble = None
+        self.ensemble_t0 = 0.0          # the world's time when the ensemble (re)started
+        self.ensemble_h = 0.0           # its step then (s)
+        #: Each member's error ENSEMBLE_MARK_S after the start: {name: m}, and the
+        #: marks of the run before at its step: (h, {name: m}) or None.
+        self.ensemble_marks: dict[str, float] = {}
+        self.ensemble_prev: tuple[float, dict[str, float]] | None = None
+        self.ensemble_ms = 0.0          # its steps' time in the last frame
+        self._ensemble_slow = 0
         self.load_scene(scene)
 
     def message(self, text: str, error: bool = False) -> None:
@@ -219,6 +238,8 @@ class Session:
                          + 1.0)
         if self.ghost is not None:
             self._seed_ghost(self.ghost.integrator.name)
+        if self.ensemble is not None:
+            self._seed_ensemble(keep_marks=False)
 
     def _make_policy(self, mode: str) -> TimestepPolicy:
         if mode == "replay":
@@ -278,6 +299,8 @@ class Session:
                 except Exception as e:
                     self.message(f"ghost ({self.ghost.integrator.label}) stopped: {e}", True)
                     self.ghost = None
+        if self.ensemble is not None and plan:
+            self._advance_ensemble(plan)
 
     def _diverged(self, integrator: str, h: float, t: float, reason: str) -> None:
         """Pause with a banner that names ``integrator``; the world goes back to the last
@@ -367,6 +390,9 @@ class Session:
         for w in self.worlds():
             if w.particles.inv_mass[k] > 0:
                 w.grab(k, point, radius=radius)
+        if self.ensemble is not None:
+            self._ensemble_touched()
+            self.ensemble.grab(k, point, radius)
         return k
 
     def drag_to(self, point) -> None:
@@ -376,18 +402,25 @@ class Session:
             self._last_drag = key
         for w in self.worlds():
             w.drag_to(point)
+        if self.ensemble is not None:
+            self.ensemble.drag_to(point)
 
     def release(self) -> None:
         if self.world.mouse is not None:
             self.log.record("release")
         for w in self.worlds():
             w.release()
+        if self.ensemble is not None:
+            self.ensemble.release()
 
     def cut(self, a, b) -> int:
         self.log.record("cut", a[0], a[1], b[0], b[1])
         n = self.world.cut(a, b)
         if self.ghost is not None:
             self.ghost.cut(a, b)
+        if self.ensemble is not None:
+            self._ensemble_touched()
+            self.ensemble.cut(a, b)
         return n
 
     def toggle_pin(self, point, radius: float) -> int | None:
@@ -400,6 +433,11 @@ class Session:
         pinned = self.world.toggle_pin(k)
         if self.ghost is not None and (self.ghost.particles.inv_mass[k] == 0) != pinned:
             self.ghost.toggle_pin(k)
+        if self.ensemble is not None:
+            self._ensemble_touched()
+            for m in self.ensemble.live():       # each to the world's state, as the ghost
+                if (m.world.particles.inv_mass[k] == 0) != pinned:
+                    m.world.toggle_pin(k)
         self.message(f"particle {k} {'pinned' if pinned else 'unpinned'}")
         return k
 
@@ -459,6 +497,8 @@ class Session:
                 self.ghost.set_constraint_method(name)
             except ValueError:
                 self.ghost = None
+        if self.ensemble is not None:
+            self._seed_ensemble(keep_marks=False)
         scheme = self.world.constraint_scheme
         self.on_segment(CONSTRAINT_METHODS[name].label)
         self.message(f"constraints: {CONSTRAINT_METHODS[name].label} ({scheme.scheme}, "
@@ -476,6 +516,8 @@ class Session:
         self.policy = self._make_policy(mode)
         self.timestep = mode
         self.on_segment(self.policy.describe())
+        if self.ensemble is not None:
+            self._seed_ensemble(keep_marks=False)      # orders on changing steps, or not
         note = ""
         if mode == "replay":
             note = (f": {len(self.trace.frames)} recorded frames, looping"
@@ -510,6 +552,8 @@ class Session:
         if self.timestep != "replay":
             self.policy = self._make_policy(self.timestep)
             self.on_segment(f"{hz:.0f} Hz", merge=True)
+            if self.ensemble is not None:
+                self._seed_ensemble()             # the errors start again at the new h
 
     def scale_hz(self, factor: float) -> None:
         self.set_hz(round(factor / self.policy.nominal_h))
@@ -528,6 +572,8 @@ class Session:
         for w in self.worlds():
             w.configure(dataclasses.replace(w.config, **{name: value}))
         self.log.record("set", name, value)
+        if self.ensemble is not None:
+            self._seed_ensemble(keep_marks=False)     # another world: started again
 
     def change_setting(self, change: tuple[str, int]) -> None:
         """``(name, +1 | -1)``: one step of the setting up or down (its keys), said."""
@@ -593,7 +639,11 @@ class Session:
     # --- the ghost ------------------------------------------------------------------
 
     def _seed_ghost(self, integrator: str) -> None:
-        """The ghost restarts as a copy of the world now, run by ``integrator``."""
+        """The ghost restarts as a copy of the world now, run by ``integrator``; the
+        ensemble goes (one overlay at a time)."""
+        if self.ensemble is not None:
+            self.ensemble = None
+            self.message("all integrators: off (the ghost instead)")
         ghost = copy.deepcopy(self.world)
         if integrator != ghost.integrator.name:
             ghost.set_integrator(integrator)
@@ -645,6 +695,123 @@ class Session:
         self.on_segment(f"ghost: {INTEGRATORS[name].label}")
         self.message(f"ghost: {INTEGRATORS[name].label}, restarted from the world")
 
+    # --- every integrator side by side (sandbox/ensemble.py) ---------------------------
+
+    def ensemble_problem(self) -> str | None:
+        """Why the ensemble cannot run on this world, or None."""
+        n = self.world.n
+        if n > ENSEMBLE_MAX_PARTICLES:
+            return (f"all integrators side by side: not on this level ({n:,} particles; "
+                    f"each of {len(INTEGRATORS) + 1} copies would step them every frame, "
+                    f"past the frame's budget above {ENSEMBLE_MAX_PARTICLES})")
+        if self.player is not None:
+            return "all integrators side by side: not while a replay plays"
+        return None
+
+    def toggle_ensemble(self) -> None:
+        """Every integrator on a copy of the world, the same steps and the same hand,
+        next to a reference at a finer step (A); again: off. The ghost goes (the window
+        stays calm: one overlay at a time)."""
+        if self.ensemble is not None:
+            self.ensemble = None
+            self.message("all integrators: off")
+            return
+        if (why := self.ensemble_problem()) is not None:
+            self.message(why, True)
+            return
+        if self.ghost is not None:
+            self.ghost = None
+        self.ensemble_prev = None
+        self._seed_ensemble(keep_marks=False)
+        from ..ensemble import FINE
+        self.message(f"all {len(INTEGRATORS)} integrators from here, each in its colour; "
+                     f"grey rings: the truth (Forest-Ruth at h/{FINE}). Ctrl+= halves the "
+                     "step: each error falls by 2, 4 or 16")
+
+    def _seed_ensemble(self, keep_marks: bool = True) -> None:
+        """The ensemble (re)started as copies of the world now. ``keep_marks`` (a new
+        step): the marks of the run so far become the ones to compare with, and, when
+        the hand did nothing since, the run starts again from where the last one
+        started, so that both runs cover the same motion and each error's ratio is
+        2 to its order (from the world now, the phase differs: symplectic Euler's
+        error fell by 6.8 instead of 2 on a spring)."""
+        from ..ensemble import Ensemble
+        if (why := self.ensemble_problem()) is not None:
+            self.ensemble = None
+            self.message(why, True)
+            return
+        start = self.world
+        if keep_marks and self.ensemble_marks and self._ensemble_start is not None:
+            self.ensemble_prev = (self.ensemble_h, dict(self.ensemble_marks))
+            start = self._ensemble_start
+        else:
+            self.ensemble_prev = None
+        self._ensemble_start = copy.deepcopy(start)
+        self._ensemble_start.release()
+        # Copies of the world: a particle held by the hand is held in each of them.
+        self.ensemble = Ensemble(start, varying=self.policy.varies)
+        # The copies keep no energy ledger (the window's split is the world's): with it
+        # each steps on the substep path, off its compiled frame (the pendulums: 22 ms
+        # a frame for the ten copies with it, 13 without; the chain 11 -> 5).
+        # Each started afresh for the step it takes (a two-step method's previous
+        # position belongs to the old step: Position Verlet's error grew 200-fold when
+        # h halved without it), so that a run at h and one at h/2 start alike.
+        for m in self.ensemble.live():
+            m.world.track_energy(False)
+            m.world.start(self.policy.nominal_h)
+        self.ensemble_t0 = start.t
+        self.ensemble_h = self.policy.nominal_h
+        self.ensemble_marks = {}
+        self._ensemble_slow = 0
+        if start is not self.world:
+            self.message(f"all integrators again from t = {start.t:.2f} s at h = "
+                         f"{self.ensemble_h * 1e3:.2f} ms: their errors at "
+                         f"{ENSEMBLE_MARK_S:g} s beside the ones at the step before")
+
+    _ensemble_start = None          # a copy of what the ensemble's run started from
+
+    def _ensemble_touched(self) -> None:
+        """The hand changed the ensemble's motion: a new step starts from the world."""
+        self._ensemble_start = None
+
+    def _advance_ensemble(self, plan: list[float]) -> None:
+        """The frame's plan for every member; the marks at ENSEMBLE_MARK_S; off (said)
+        once it has cost the frame budget ENSEMBLE_PATIENCE frames in a row."""
+        from ..sim import backend
+        t0 = self.clock()
+        for h in plan:
+            self.ensemble.step(h)
+        took = self.clock() - t0
+        self.ensemble_ms = took * 1e3
+        if not self.ensemble_marks and self.ensemble_elapsed() >= ENSEMBLE_MARK_S:
+            self.ensemble_marks = {r.name: r.error for r in self.ensemble.rows()}
+        if took > ENSEMBLE_BUDGET_S and backend.ready():
+            self._ensemble_slow += 1
+            if self._ensemble_slow >= ENSEMBLE_PATIENCE and self.speed > SPEEDS[0]:
+                # Slow motion first (a halved step doubles the steps a frame): the
+                # frame holds and the errors are still read at the same simulated time.
+                self._ensemble_slow = 0
+                self.speed = max(self.speed / 2, SPEEDS[0])
+                self.message(f"slow motion x{self.speed:g}: all integrators took "
+                             f"{took * 1e3:.0f} ms a frame at h = "
+                             f"{self.policy.nominal_h * 1e3:.2f} ms (] speeds up again)")
+            elif self._ensemble_slow >= ENSEMBLE_PATIENCE:
+                self.ensemble = None
+                self.message(f"all integrators off: here their steps took "
+                             f"{took * 1e3:.0f} ms a frame (the budget: "
+                             f"{ENSEMBLE_BUDGET_S * 1e3:.0f} ms, for 60 fps)", True)
+        else:
+            self._ensemble_slow = 0
+
+    def ensemble_elapsed(self) -> float:
+        """Simulated seconds since the ensemble (re)started."""
+        ens = self.ensemble
+        if ens is None:
+            return 0.0
+        ref = ens.reference
+        t = ref.world.t if ref is not None and ref.stopped is None else self.world.t
+        return t - self.ensemble_t0
+
     # --- replays ---------------------------------------------------------------------
 
     def save_replay(self, folder: Path) -> Path:
@@ -663,6 +830,7 @@ class Session:
         """Play a replay file's frames and inputs instead of the clock and the mouse."""
         from ..levels import parse_level
 
+        self.ensemble = None                  # the replay's own input only
         self.player = {"rep": rep, "frame": 0, "event": 0,
                        "level": parse_level(rep.level.text, rep.level.name)}
         self.paused = False
