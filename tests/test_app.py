@@ -294,6 +294,16 @@ def check_toggle_trails(app, b):
     assert app.show_trails is not before
 
 
+def check_trail_length(app, b):
+    """Shift+L: the trails' length goes round 1, 3, 10 s, and says so."""
+    seen = []
+    for _ in range(3):
+        press(app, b.key, b.mods)
+        seen.append(app.trail_seconds)
+    assert sorted(seen) == [1.0, 3.0, 10.0]
+    assert "trails:" in app.messages[-1][0]
+
+
 def check_toggle_phase(app, b):
     before = app.show_phase
     press(app, b.key, b.mods)

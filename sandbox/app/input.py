@@ -13,7 +13,8 @@ move ``pygame.mouse.get_pos()``).
 
 Gestures (also listed in the help, from ``keymap.MOUSE_HELP``): left drag holds the
 nearest particle with the mouse spring, Shift+left drag cuts, right click pins, middle
-drag pans, the wheel zooms about the cursor.
+drag pans, the wheel zooms about the cursor, Ctrl+left click gives the nearest
+particle a trail or takes it away (it used to grab, as a plain click).
 """
 
 from __future__ import annotations
@@ -123,6 +124,10 @@ class Input:
         button = event.button
         if app.editor is not None and button in (1, 3):
             self.build_down(p, button)
+            return
+        if button == 1 and self.mods() & pygame.KMOD_CTRL:
+            # A trail on or off: only the view changes, so a replay allows it too.
+            app.do("toggle_trail", app.world.nearest(p, self._pick_radius()))
             return
         if app.session.player is not None and button in (1, 3):
             app.message("playing a replay: the mouse pans (middle) and zooms (wheel)")

@@ -98,7 +98,9 @@ KEYMAP: list[Binding] = [
     Binding(K.K_p, NONE, "level", "previous level", arg=-1),
     Binding(K.K_e, NONE, "toggle_graph", "energy graph on / off"),
     Binding(K.K_TAB, NONE, "toggle_panel", "control panel on / off"),
-    Binding(K.K_l, NONE, "toggle_trails", "trails on / off"),
+    Binding(K.K_l, NONE, "toggle_trails", "trails on / off (Ctrl+click a particle: its "
+            "trail)"),
+    Binding(K.K_l, SHIFT, "trail_length", "trails' length: 1, 3 or 10 s", arg=1),
     Binding(K.K_f, NONE, "phase_axis", "phase portrait: x or y"),
     Binding(K.K_f, SHIFT, "toggle_phase", "phase portrait on / off"),
     Binding(K.K_v, NONE, "toggle_hud", "HUD: every number / the short one"),
@@ -147,6 +149,7 @@ MOUSE_HELP: list[tuple[str, str]] = [
     ("Left drag", "hold the nearest particle on a spring (a flick throws it);"
                   " a click selects it for the phase portrait"),
     ("Shift+Left drag", "cut every link the path crosses"),
+    ("Ctrl+Left click", "a trail for the nearest particle, or none (L: all on / off)"),
     ("Right click", "pin / unpin the nearest particle"),
     ("Middle drag", "pan"),
     ("Wheel", "zoom about the cursor"),

@@ -76,7 +76,14 @@ from .session import (  # noqa: F401 - re-exported: the app's public scene API
     scene_from_level,
     scene_from_world,
 )
-from .trails import History, PhasePortrait, draw_trails, trail_candidates
+from .trails import (
+    DEFAULT_SECONDS,
+    SECONDS,
+    History,
+    PhasePortrait,
+    default_trails,
+    draw_trails,
+)
 
 DEFAULT_LEVEL = "playground"
 _POINTER_EVENTS = (pygame.MOUSEMOTION, pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP)
@@ -180,6 +187,10 @@ class App:
         self.show_graph = True
         self.show_panel = True
         self.show_trails = True
+        # Trails (L): the particles a person chose with Ctrl+click (None: nobody has
+        # chosen, the level's own marks get short ones), each ``trail_seconds`` long.
+        self.trailed: set[int] | None = None
+        self.trail_seconds = SECONDS[1]
         self.show_full_hud = False       # V: every number; the first screen is compact
         self._hud_height = 0             # px of the HUD's panel, as last laid out
         self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
@@ -229,6 +240,7 @@ class App:
             "toggle_hud": self.toggle_hud, "toggle_ensemble": s.toggle_ensemble,
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
+            "toggle_trail": self.toggle_trail, "trail_length": self.trail_length,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
             **{name: getattr(self.builder, name) for name in (
                 "toggle_build", "set_tool", "cycle_tool", "set_prop", "toggle_prop", "undo",
@@ -277,6 +289,7 @@ class App:
         self.graph.clear()
         self.history = self.ghost_history = None
         self.portrait.particle = None
+        self.trailed = None                   # another world: the level's marks again
 
     def _scene_loaded(self) -> None:
         """A level was (re)loaded: say what it is, fit its view (above that caption),
@@ -422,14 +435,15 @@ class App:
         """Positions and velocities of the trail particles, world and ghost."""
         s = self.session
         p = s.world.particles
-        idx = trail_candidates(p.mass, p.radius, p.inv_mass > 0)
+        marks = default_trails(p.mass, p.radius, p.inv_mass > 0)
+        idx = np.array(sorted(self._trail_set(p.n) | {int(k) for k in marks}), np.int64)
         k = self.portrait.particle
         if k is not None and k < p.n and k not in idx:
             idx = np.append(idx, k)
         if self.history is None or not np.array_equal(self.history.idx, idx):
             self.history = History(idx)
             self.ghost_history = None
-        self.history.add(p.x, p.v)
+        self.history.add(p.x, p.v, s.world.t)
         if s.ghost is None:
             self.ghost_history = None
         else:
@@ -437,7 +451,7 @@ class App:
             if self.ghost_history is None or self._ghost_seen is not s.ghost:
                 self.ghost_history = History(idx)
                 self._ghost_seen = s.ghost
-            self.ghost_history.add(g.x, g.v)
+            self.ghost_history.add(g.x, g.v, s.ghost.t)
         if self.portrait.particle is None and len(idx):
             # The fastest of them: the orbit's portrait started on the sun, which
             # hardly moves (ties, a level at rest: the first).
@@ -548,6 +562,50 @@ class App:
     def toggle_trails(self) -> None:
         self.show_trails = not self.show_trails
 
+    def _trail_set(self, n: int) -> set[int]:
+        """The particles that get a trail now: the chosen ones, or (nobody has chosen)
+        the level's own marks."""
+        if self.trailed is not None:
+            return {k for k in self.trailed if k < n}
+        p = self.world.particles
+        return {int(k) for k in default_trails(p.mass, p.radius, p.inv_mass > 0)}
+
+    def trail_shown_seconds(self) -> float:
+        """How long the trails drawn now are (s): the level's marks are capped at
+        ``DEFAULT_SECONDS``."""
+        if self.trailed is None:
+            return min(self.trail_seconds, DEFAULT_SECONDS)
+        return self.trail_seconds
+
+    def toggle_trail(self, k: int | None = None) -> None:
+        """Ctrl+click: particle ``k`` gets a trail, or loses it. The first choice
+        replaces the level's own marks; trails come on if L had them off."""
+        if k is None or not 0 <= k < self.world.n:
+            self.message("Ctrl+click on a particle gives it a trail")
+            return
+        k = int(k)
+        if self.trailed is None:
+            self.trailed = set()
+        if k in self.trailed:
+            self.trailed.discard(k)
+            self.message(f"trail off: particle {k}")
+        else:
+            self.trailed.add(k)
+            self.show_trails = True
+            self.message(f"trail on: particle {k} (Ctrl+click again: off; "
+                         f"Shift+L: length)")
+        self.history = None                       # re-chosen with it next frame
+
+    def trail_length(self, step: int = 1) -> None:
+        """Shift+L: the trails' length in seconds, round ``SECONDS``."""
+        i = SECONDS.index(self.trail_seconds) if self.trail_seconds in SECONDS else 0
+        self.trail_seconds = SECONDS[(i + step) % len(SECONDS)]
+        self.show_trails = True
+        cap = ""
+        if self.trailed is None and self.trail_seconds > DEFAULT_SECONDS:
+            cap = f" (the level's own: at most {DEFAULT_SECONDS:g} s; Ctrl+click a particle)"
+        self.message(f"trails: {self.trail_seconds:g} s{cap}")
+
     def toggle_phase(self) -> None:
         self.show_phase = not self.show_phase
         self._place_panel()                 # the panel may take the portrait's place
@@ -568,7 +626,7 @@ class App:
         self.portrait.axis = 1 - self.portrait.axis
 
     def select(self, k: int | None) -> None:
-        """The particle the phase portrait follows (and that gets a trail)."""
+        """The particle the phase portrait follows (Ctrl+click gives it a trail)."""
         if k is not None and 0 <= k < self.world.n:
             self.portrait.particle = int(k)
             self.history = None                       # re-chosen with it next frame
@@ -747,11 +805,14 @@ class App:
             r.background(surf, cam, world.config.bounds)
             r.shapes(surf, cam, view.shapes)
             if self.show_trails and s.ensemble is None:     # the ensemble: no trails
+                chosen = sorted(self._trail_set(world.n))
+                seconds = self.trail_shown_seconds()
                 if self.ghost_history is not None:
                     draw_trails(surf, cam.to_screen, self.ghost_history, GHOST_COLOUR,
-                                BACKGROUND)
+                                BACKGROUND, particles=chosen, seconds=seconds)
                 if self.history is not None:
-                    draw_trails(surf, cam.to_screen, self.history, TRAIL_COLOUR, BACKGROUND)
+                    draw_trails(surf, cam.to_screen, self.history, TRAIL_COLOUR, BACKGROUND,
+                                particles=chosen, seconds=seconds)
             x = self._positions(world, s.x_before)
             r.world(surf, cam, view, x)
             if s.ghost is not None:

@@ -7,10 +7,12 @@ fading with age, and the phase portrait plots position against velocity of one c
 coordinate, world and ghost together, as myPhysicsLab draws it: an energy-conserving
 method traces a closed curve, explicit Euler an outward spiral.
 
-Which particles get a trail (:func:`trail_candidates`): in a world of at most 16
-movable particles, all of them (orbits, pendulums, a cradle); otherwise those that stand
-out, by mass or by radius (a pendulum's bob beside a cloth), at most 16; and always the
-particle the user selected with a click.
+Which particles get a trail: those a person chose (Ctrl+click toggles one), each kept
+for ``seconds`` of world time and fading with age. Before anyone chooses, the level's own
+marks (:func:`default_trails`): the few bodies that stand out (an orbit's three bodies, a
+pendulum's bobs), their trails capped at ``DEFAULT_SECONDS``; a level whose candidates
+are many (a chain, a cradle) shows none. The history also keeps the phase portrait's
+particle, which gets no trail unless it is chosen.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ import numpy as np
 import pygame
 
 MAX_TRAILS = 16
+#: A level's own marks get a trail only when there are at most this many of them.
+MAX_DEFAULT = 4
+#: ... and at most this long (s): calm on the springs and the double pendulum.
+DEFAULT_SECONDS = 1.0
+#: The lengths Shift+L cycles through (s); the first window shows ``SECONDS[1]``.
+SECONDS = (1.0, 3.0, 10.0)
 
 
 def trail_candidates(mass: np.ndarray, radius: np.ndarray, movable: np.ndarray
@@ -49,29 +57,52 @@ def trail_candidates(mass: np.ndarray, radius: np.ndarray, movable: np.ndarray
     return np.sort(np.concatenate(out)) if out else np.zeros(0, np.int64)
 
 
-class History:
-    """Positions and velocities ``(capacity, k, 2)`` of particles ``idx`` over frames."""
+def default_trails(mass: np.ndarray, radius: np.ndarray, movable: np.ndarray
+                   ) -> np.ndarray:
+    """The particles a level marks as worth following before anyone chooses: its
+    :func:`trail_candidates` when there are at most ``MAX_DEFAULT`` of them, else none
+    (the 8 beads of chain_rattle, the 5 balls of the cradle: a scribble)."""
+    idx = trail_candidates(mass, radius, movable)
+    return idx if len(idx) <= MAX_DEFAULT else np.zeros(0, np.int64)
 
-    def __init__(self, idx: np.ndarray, capacity: int = 240) -> None:
+
+class History:
+    """Positions and velocities ``(capacity, k, 2)`` of particles ``idx`` over frames,
+    and the world time ``t`` of each frame (trails are cut by age in seconds)."""
+
+    #: Frames the phase portrait plots (the last 4 s at 60 fps).
+    PORTRAIT_FRAMES = 240
+
+    def __init__(self, idx: np.ndarray, capacity: int = 900) -> None:
         self.idx = np.asarray(idx, np.int64)
         self.capacity = int(capacity)
         self.x = np.full((self.capacity, len(self.idx), 2), np.nan)
         self.v = np.full_like(self.x, np.nan)
+        self.t = np.full(self.capacity, np.nan)
         self.head = 0
         self.count = 0
 
-    def add(self, x: np.ndarray, v: np.ndarray) -> None:
+    def add(self, x: np.ndarray, v: np.ndarray, t: float = np.nan) -> None:
         if not len(self.idx) or self.idx.max(initial=-1) >= len(x):
             return
         self.x[self.head] = x[self.idx]
         self.v[self.head] = v[self.idx]
+        self.t[self.head] = t
         self.head = (self.head + 1) % self.capacity
         self.count = min(self.count + 1, self.capacity)
 
-    def ordered(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, v)`` oldest first, ``(count, k, 2)``."""
-        rows = (self.head - self.count + np.arange(self.count)) % self.capacity
+    def _rows(self, last: int | None = None) -> np.ndarray:
+        n = self.count if last is None else min(self.count, int(last))
+        return (self.head - n + np.arange(n)) % self.capacity
+
+    def ordered(self, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, v)`` oldest first, ``(count, k, 2)``; ``last``: the newest rows only."""
+        rows = self._rows(last)
         return self.x[rows], self.v[rows]
+
+    def times(self, last: int | None = None) -> np.ndarray:
+        """The world time of each row of :meth:`ordered`."""
+        return self.t[self._rows(last)]
 
     def column(self, k: int) -> int | None:
         """The column of particle ``k``, or None if it has no history here."""
@@ -84,14 +115,25 @@ def _fade(colour, background, t: float) -> tuple[int, int, int]:
 
 
 def draw_trails(surface: pygame.Surface, to_screen, history: History, colour,
-                background, chunks: int = 8, width: int = 2) -> int:
-    """Each particle's path over the kept frames, oldest faintest (``chunks`` shades
-    from the background to ``colour``). Returns the number of polylines drawn."""
+                background, chunks: int = 8, width: int = 2, *,
+                particles=None, seconds: float | None = None) -> int:
+    """The path of each of ``particles`` (default: every one kept) over its last
+    ``seconds`` of world time (None: every kept frame), oldest faintest (``chunks``
+    shades from the background to ``colour``, by age). Returns the number of polylines
+    drawn."""
+    if particles is None:
+        cols = list(range(len(history.idx)))
+    else:
+        cols = [c for c in (history.column(int(k)) for k in particles) if c is not None]
     x, _ = history.ordered()
+    if seconds is not None and len(x):
+        t = history.times()
+        keep = np.isfinite(t) & (t >= t[-1] - seconds)
+        x = x[np.argmax(keep):] if keep.any() else x[:0]
     n = len(x)
-    if n < 2:
+    if n < 2 or not cols:
         return 0
-    s = to_screen(x)                                   # (count, k, 2) px
+    s = to_screen(x[:, cols])                          # (count, k, 2) px
     drawn = 0
     bounds = np.linspace(0, n - 1, chunks + 1).round().astype(int)
     for c in range(chunks):
@@ -131,7 +173,7 @@ class PhasePortrait:
         col = world.column(self.particle) if self.particle is not None else None
         if col is None or world.count < 2:
             return
-        x, _ = world.ordered()
+        x, _ = world.ordered(History.PORTRAIT_FRAMES)
         span = np.nanmax(x[:, col], axis=0) - np.nanmin(x[:, col], axis=0)
         if np.isfinite(span).all():
             self.axis = int(span[1] > span[0])
@@ -145,7 +187,7 @@ class PhasePortrait:
             col = h.column(self.particle)
             if col is None:
                 continue
-            x, v = h.ordered()
+            x, v = h.ordered(History.PORTRAIT_FRAMES)
             out.append((x[:, col, self.axis], v[:, col, self.axis], which))
         return out
 
