@@ -50,6 +50,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -295,6 +296,8 @@ class Kernel:
 
 class _PRange:
     """``prange`` before numba is imported: ``range`` (for the kernels run as Python)."""
+
+    instance: ClassVar[_PRange]
 
     def __call__(self, *args):
         return range(*args)

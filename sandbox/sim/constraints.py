@@ -340,8 +340,9 @@ class Constraints:
         if args is not None:
             # ``lam`` is private to a step: the kernel keeps it in flat order.
             *arrays, min_parallel = args
-            kernels.project_batches(x, w, *arrays[:7], x.dtype.type(1.0 / (h * h)), lam,
-                                    min_parallel)
+            # (mypy lets ``*arrays`` take every parameter left, not the first 7 of them)
+            kernels.project_batches(x, w, *arrays[:7],  # type: ignore[call-arg]
+                                    x.dtype.type(1.0 / (h * h)), lam, min_parallel)
             return
         self.project_numpy(x, w, h, lam)
 
@@ -410,8 +411,9 @@ class Constraints:
         f = x.dtype.type
         inv_h2 = f(1.0 / (h * h))
         half, eps, zero = f(0.5), f(1e-12), f(0.0)
-        rows = (x.view(_ROW[x.dtype]).reshape(-1) if x.dtype in _ROW and x.ndim == 2
-                and x.shape[1] == 2 and x.flags.c_contiguous else None)
+        rows: np.ndarray | None = (
+            x.view(_ROW[x.dtype]).reshape(-1) if x.dtype in _ROW and x.ndim == 2
+            and x.shape[1] == 2 and x.flags.c_contiguous else None)
         for (b, ci, cj, rest, rope, at, soft, wi, wj, denom, positive, even, any_even,
              half_rest) in self._numpy_terms(w, x.dtype, inv_h2):
             if rows is not None:

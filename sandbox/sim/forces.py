@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -65,7 +66,8 @@ class UniformField:
             return a                # checked once a step: pins change between frames
         movable = inv_mass > 0
         self.checked = True
-        if a is None or self.key != key or not np.array_equal(self.movable, movable):
+        kept = cast(np.ndarray, self.movable)     # None only while ``a`` is
+        if a is None or self.key != key or not np.array_equal(kept, movable):
             a = np.empty_like(x)
             a[:] = g
             a *= movable[:, None]

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 
@@ -524,8 +524,9 @@ def _verlet_composition_limits(weights) -> dict[str, float]:
         def rho(x, M=M):
             return max(abs(np.linalg.eigvals(np.array([[c(x) for c in r] for r in M]))))
 
-        edges = sorted(r.real for poly in (1 - tr + det, 1 + tr + det, det - 1)
-                       for r in poly.roots() if abs(r.imag) < 1e-9 and r.real > 1e-9)
+        polys = (1 - tr + det, 1 + tr + det, det - 1)
+        edges = sorted(r.real for poly in polys for r in cast("list[complex]", poly.roots())
+                       if abs(r.imag) < 1e-9 and r.real > 1e-9)
         out[problem] = next(float(e) for e in edges if rho(e * (1 + 1e-9)) > 1 + 1e-12)
     return out
 

@@ -99,8 +99,8 @@ class MouseSpring:
     hertz: float = HERTZ
     damping_ratio: float = DAMPING_RATIO
     max_weight: float = MAX_WEIGHT
-    lam: np.ndarray = field(default=None)            # type: ignore[assignment]
-    _x0: np.ndarray = field(default=None)            # type: ignore[assignment]
+    lam: np.ndarray = field(default=None)            # type: ignore[arg-type]
+    _x0: np.ndarray = field(default=None)            # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         self.idx = np.asarray(self.idx, np.int64).reshape(-1)

@@ -49,6 +49,7 @@ from frame to frame.
 from __future__ import annotations
 
 import operator
+from typing import cast
 
 import numpy as np
 
@@ -157,6 +158,7 @@ def kept_frame(world, scratch: Scratch, lane: tuple, h: float) -> bool:
     if not lane_holds(world, scratch, lane, hs):
         return False
     backup = scratch.backup
+    assert backup is not None           # a kept lane holds the backup's buffers
     field = world.gravity_field
     a = field.a
     if not back_up_into(p, backup, field.movable):
@@ -229,11 +231,13 @@ def compiled_frame(world, scratch: Scratch, hs: float, n: int, h: float) -> bool
         if a is field.a:
             scratch.lane = (lane_objects(world, scratch), lane_numbers(world, hs), fargs)
     else:
+        assert args is not None                   # links and no contacts: returned above
         *arrays, perm, min_parallel = args        # links in the grid layout's slots
         r, ca, c1, c2 = coef
         kin = np.zeros(0, np.int64)               # no kinematic rows: the hand is a
         kin_x = np.zeros((0, 2), x.dtype)         # spring, solved on the substep path
-        if not kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,
+        # (mypy lets ``*arrays`` take every parameter left)
+        if not kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,  # type: ignore[call-arg]
                                     f(1.0 / (hs * hs)), lam, c.compliant,
                                     max(cfg.iterations, 1), r, ca, c1[-1], c2[-1], kin,
                                     kin_x, min_parallel, perm):
@@ -373,6 +377,7 @@ def substep(world, hs: float, last: bool = True, links=None) -> None:
     if world.ledger is not None and (corrected or not links.free_step):
         before = (p.x.copy(), None if velocity == "later" else p.v.copy())
         if integ.position_based and world.scratch.corrected:
+            assert start is not None    # kept since the ledger is on
             world.scratch.solver_work += replayed_work(p, *start, hs, h_old)
     if corrected:
         x_old = p.x_prev              # every integrator leaves the pre-step positions there
@@ -388,12 +393,15 @@ def substep(world, hs: float, last: bool = True, links=None) -> None:
         if before is not None and before[1] is None:
             before = (before[0], predicted_velocity(integ, p, before[0], hs, h_old))
         if contacts is not None:
+            assert v_old is not None    # copied when there are contacts
             finish(contacts, p, integ, v_old, hs, cfg)
         links.settle(p)
     else:
         links.stabilise(p, hs, h_old)
     if before is not None:
-        world.scratch.solver_work += correction_work(world, *before)
+        # both are arrays here: a velocity left None is predicted above
+        world.scratch.solver_work += correction_work(
+            world, *cast("tuple[np.ndarray, np.ndarray]", before))
     if start is not None:
         world.scratch.corrected = before is not None
         if cfg.drag:
@@ -484,7 +492,7 @@ class XPBDLinks:
         #: The links alone make a substep corrected; without any there is no pass.
         self.corrects = bool(len(self.constraints))
         self.project = self._project if self.corrects else None
-        self.lam = None
+        self.lam: np.ndarray | None = None
 
     def integrate(self, p, hs: float, velocity: str) -> None:
         """The integrator's free step of ``hs``; a new substep's multipliers start at
