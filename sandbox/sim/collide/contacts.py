@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -107,12 +107,14 @@ class _Group:
     touched: np.ndarray     # projected or swept this substep
     stuck: np.ndarray       # static friction held it at its last projection
     gap: np.ndarray | None = None   # distance beyond contact at the start of the substep, m
-    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
-    spent: np.ndarray | None = None  # friction spent on the positions this substep, m
-    nrm: np.ndarray | None = None   # the normal of the last sweep hit or projection
+    # used, spent, nrm, vhit and tau are set by __post_init__ (None only as the
+    # dataclass's default); gap and n0 stay None without paths (no sweep).
+    used: np.ndarray = None         # type: ignore[assignment]  # friction spent in the velocity pass, m/s
+    spent: np.ndarray = None        # type: ignore[assignment]  # friction spent on the positions, m
+    nrm: np.ndarray = None          # type: ignore[assignment]  # the normal of the last hit or projection
     n0: np.ndarray | None = None    # the normal at the start, for starts on or inside
-    vhit: np.ndarray | None = None  # normal velocity at a sweep's bouncing impact, m/s
-    tau: np.ndarray | None = None   # when in the substep (0..1) the sweep hit it
+    vhit: np.ndarray = None         # type: ignore[assignment]  # normal velocity at a bouncing impact, m/s
+    tau: np.ndarray = None          # type: ignore[assignment]  # when in the substep (0..1) the sweep hit it
 
     def __post_init__(self):
         self.used = np.zeros(self.pi.size)
@@ -138,7 +140,7 @@ class _Pairs:
     depth: np.ndarray
     touched: np.ndarray
     stuck: np.ndarray
-    used: np.ndarray | None = None  # friction spent in the velocity pass, m/s
+    used: np.ndarray = None         # type: ignore[assignment]  # set by __post_init__: friction spent in the velocity pass, m/s
 
     def __post_init__(self):
         self.used = np.zeros(self.i.size)
@@ -245,15 +247,17 @@ class Contacts:
         count = np.zeros(m, np.int64)
         live = np.ones(m, bool)
         moved = np.zeros(m, bool)
-        unused = [g.gap <= self.touch for g in gs]          # starts on or inside
+        unused = [cast(np.ndarray, g.gap) <= self.touch for g in gs]  # starts on or inside
         bouncing = v0 is not None
         if bouncing:
+            assert v0 is not None and a is not None     # the velocity and what changes it
             tau = np.zeros(m)
             vel = v0[q].astype(np.float64)
             acc = np.broadcast_to(a, x0.shape)[q].astype(np.float64)
         for it in range(MAX_HITS + 1):
             t_all, n_all = [], []
             for g, lg, st in zip(gs, loc, unused, strict=True):
+                assert g.gap is not None and g.n0 is not None   # gs: the swept groups
                 t = np.full(g.pi.size, np.inf)
                 n = np.zeros((g.pi.size, 2))
                 on = live[lg]
@@ -308,7 +312,7 @@ class Contacts:
                     n[s] = n_all[gi][ksel[s]]
                     mu[s] = g.mu[ksel[s]]
                     e[s] = g.e[ksel[s]]
-                    swept[s] = g.gap[ksel[s]] > self.touch
+                    swept[s] = cast(np.ndarray, g.gap)[ksel[s]] > self.touch
             rest = end[hits] - pos[hits]
             rem = (1.0 - t)[:, None] * rest
             c = pos[hits] + t[:, None] * rest
@@ -436,6 +440,7 @@ class Contacts:
         and the pass conserve momentum (dividing each ball's sum by its own count does
         not: a ball with one contact would move twice as far as its partner with two)."""
         P = self.pairs
+        assert P is not None                # project calls this only with pairs
         i, j = P.i, P.j
         d = x[j] - x[i]
         dist = np.sqrt(_dot(d, d))
@@ -540,10 +545,11 @@ class Contacts:
         gain = fold.gain
         v_pos, v_pre = fold.views(p, self.x0, self.dx)
         v_th = 2.0 * math.hypot(*gravity) * h
-        rows = [g.pi[a] for g, a, _ in act_groups]
+        picked = [g.pi[a] for g, a, _ in act_groups]
         if pair_act is not None:
-            rows += [self.pairs.i[pair_act[0]], self.pairs.j[pair_act[0]]]
-        rows = np.unique(np.concatenate(rows))
+            P = cast(_Pairs, self.pairs)    # pair_act: there are pairs
+            picked += [P.i[pair_act[0]], P.j[pair_act[0]]]
+        rows = np.unique(np.concatenate(picked))
         rows = rows[w[rows] > 0]
         bounced = np.zeros(x.shape[0], bool)
         v_imp = v_pre.copy()
@@ -579,14 +585,15 @@ class Contacts:
             vn0 = _dot(v_start[g.pi], n)
             if np.any(act & (((g.e > 0) & (vn0 < -v_th)) | (g.vhit < 0))):
                 return True
-        if pair_act is not None and self.pairs.e > 0:
+        if pair_act is not None and cast(_Pairs, self.pairs).e > 0:
             act, n = pair_act
-            P = self.pairs
+            P = cast(_Pairs, self.pairs)
             vn = _dot(v_pre[P.j[act]] - v_pre[P.i[act]], n[act])
             return bool(np.any(vn < -v_th))
         return False
 
-    def _velocity_sweep(self, v, w, act_groups, pair_act, v_th, v_start, v_ref,
+    def _velocity_sweep(self, v, w, act_groups,
+                        pair_act: tuple[np.ndarray, np.ndarray] | None, v_th, v_start, v_ref,
                         bounced, lifts=None) -> float:
         """One pass over the contacts, in place on ``v``; returns the largest change.
 
@@ -602,6 +609,7 @@ class Contacts:
                 if not b.size:
                     continue
                 pi, nb = g.pi[b], n[b]
+                target: np.ndarray | float
                 if v_start is not None:
                     vn0 = _dot(v_start[pi], nb)
                     target = np.where(vn0 < -v_th, -g.e[b] * vn0, 0.0)
@@ -624,6 +632,7 @@ class Contacts:
         Bouncing sweeps repeat until nothing changes, so an impulse moves one ball
         further along a row of touching balls per sweep (``k`` balls need ``k - 1``)."""
         P = self.pairs
+        assert P is not None                # pair_act: there are pairs
         i, j, nb, stuck = P.i[act], P.j[act], n[act], P.stuck[act]
         wi, wj = w[i][:, None], w[j][:, None]
         wsum = wi + wj
