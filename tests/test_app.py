@@ -304,6 +304,16 @@ def check_trail_length(app, b):
     assert "trails:" in app.messages[-1][0]
 
 
+def check_cycle_debug(app, b):
+    """X: off, contacts, boxes, link forces, off; each said, drawn only when on."""
+    seen = []
+    for _ in range(4):
+        press(app, b.key, b.mods)
+        seen.append(app.debug_mode)
+        assert any(f"debug draw: {app.debug_mode}" in m[0] for m in app.messages)
+    assert seen == ["contacts", "boxes", "link forces", "off"]
+
+
 def check_toggle_phase(app, b):
     before = app.show_phase
     press(app, b.key, b.mods)

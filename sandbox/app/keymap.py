@@ -101,6 +101,8 @@ KEYMAP: list[Binding] = [
     Binding(K.K_l, NONE, "toggle_trails", "trails on / off (Ctrl+click a particle: its "
             "trail)"),
     Binding(K.K_l, SHIFT, "trail_length", "trails' length: 1, 3 or 10 s", arg=1),
+    Binding(K.K_x, NONE, "cycle_debug", "debug draw: contacts, bounding boxes, link forces "
+            "or off (the message says which)", arg=1),
     Binding(K.K_f, NONE, "phase_axis", "phase portrait: x or y"),
     Binding(K.K_f, SHIFT, "toggle_phase", "phase portrait on / off"),
     Binding(K.K_v, NONE, "toggle_hud", "HUD: every number / the short one"),

@@ -40,7 +40,7 @@ from ..sim import backend, cores
 from ..sim.collide.shapes import SHAPE_SETS
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
-from . import files
+from . import debug, files
 from .build_mode import BuildMode
 from .camera import Camera
 from .graph import EnergyGraph
@@ -191,6 +191,8 @@ class App:
         # chosen, the level's own marks get short ones), each ``trail_seconds`` long.
         self.trailed: set[int] | None = None
         self.trail_seconds = SECONDS[1]
+        self.debug_mode = "off"           # X: one of debug.MODES, drawn only when asked
+        self._debug_note: str | None = None
         self.show_full_hud = False       # V: every number; the first screen is compact
         self._hud_height = 0             # px of the HUD's panel, as last laid out
         self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
@@ -241,6 +243,7 @@ class App:
             "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
             "caption": self.caption, "select": self.select, "record": self.record,
             "toggle_trail": self.toggle_trail, "trail_length": self.trail_length,
+            "cycle_debug": self.cycle_debug,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
             **{name: getattr(self.builder, name) for name in (
                 "toggle_build", "set_tool", "cycle_tool", "set_prop", "toggle_prop", "undo",
@@ -596,6 +599,13 @@ class App:
                          f"Shift+L: length)")
         self.history = None                       # re-chosen with it next frame
 
+    def cycle_debug(self, step: int = 1) -> None:
+        """X: the debug overlay: off, contacts, bounding boxes, link forces (said)."""
+        modes = debug.MODES
+        self.debug_mode = modes[(modes.index(self.debug_mode) + step) % len(modes)]
+        self._debug_note = None
+        self.message(f"debug draw: {self.debug_mode} (X: next)")
+
     def trail_length(self, step: int = 1) -> None:
         """Shift+L: the trails' length in seconds, round ``SECONDS``."""
         i = SECONDS.index(self.trail_seconds) if self.trail_seconds in SECONDS else 0
@@ -821,6 +831,11 @@ class App:
                 self._ghost_label(surf, gx)
             if s.ensemble is not None:
                 self._draw_ensemble(surf)
+            if self.debug_mode != "off":
+                note = debug.draw(surf, cam, world, self.debug_mode, self.fonts.small)
+                if note and note != self._debug_note:
+                    self.message(note)
+                self._debug_note = note
             r.hand(surf, cam, view, x)
             if self.editor is not None:
                 self._draw_build(surf)
