@@ -36,7 +36,7 @@ inverse mass, so nothing here moves them.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
 from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
 from .records import Bounce, Grid, Moves, Rows, Rules, Shapes
-from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, ShapeSet, Walls
+from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, Boxes, Polygons, ShapeSet, Walls
 
 _NO_KEYS = np.zeros(0, np.int64)
 _NO_NEAR = np.zeros(0, np.bool_)        # Rows.near: begin's scratch, not the stages'
@@ -164,7 +164,8 @@ class Colliders:
         return out
 
     def begin(self, p, x0: np.ndarray, config, exclude_pairs=None,
-              v0: np.ndarray | None = None, h: float = 0.0) -> Contacts | None:
+              v0: np.ndarray | None = None,
+              h: float = 0.0) -> Contacts | FlatContacts | None:
         """Detect this substep's contacts after the integrator moved ``p.x`` from ``x0``.
 
         With ``v0``, the velocities at the start of the substep of ``h``, a swept hit
@@ -200,6 +201,7 @@ class Colliders:
                                2.0 * math.hypot(*config.gravity) * h)
         if config.bounds is not None and movable.size:
             walls = Walls.from_bounds(config.bounds)
+            assert walls.n is not None                          # from_bounds sets them
             d = x1[movable] @ walls.n.T - walls.offset            # (m, 4)
             pr, sr = np.nonzero(d < (r[movable] + disp[movable] + MARGIN)[:, None])
             contacts.add_group(walls, movable[pr], sr, r, x0, e_def, mu_def)
@@ -276,9 +278,11 @@ class Colliders:
                     geo[m, E], geo[m, MU] = shapes.e[row[m]], shapes.mu[row[m]]
         if nw:
             walls = Walls.from_bounds(bounds)
+            assert walls.n is not None and walls.offset is not None  # from_bounds sets them
             geo[S:, :3] = np.column_stack([walls.n, walls.offset])
             rows[S:] = np.arange(nw)
-        poly, box = self.sets["polygon"], self.sets["box"]
+        poly = cast(Polygons, self.sets["polygon"])
+        box = cast(Boxes, self.sets["box"])
         bverts, bnorm = box_polygon(*box.inner()[:2])
         bedge = np.roll(bverts, -1, axis=1) - bverts
         # Fresh writable arrays (box_polygon's normals are a read-only broadcast): the
@@ -381,6 +385,7 @@ class Colliders:
         valid = (collide and L is not None and L.key[0] == x.shape[0]
                  and L.key[1] is r and L.key[2] is exclude)
         if valid:
+            assert L is not None
             state = (L.i, L.j, L.a, L.b, L.nodes, L.reach, L.x_ref, L.skin)
         frames.launch_threads()
         swapped, valid, *lst, x_ref, skin = frames.frame(

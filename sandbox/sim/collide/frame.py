@@ -343,7 +343,7 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     return steps % 2 == 1, valid, pi, pj, pa, pb, nodes, reach, x_ref, pskin
 
 
-_threads = []
+_threads: list[bool] = []
 
 
 def launch_threads() -> None:
