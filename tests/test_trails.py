@@ -130,3 +130,23 @@ def test_a_plain_click_still_grabs_and_selects_without_a_trail(tmp_path):
     ev.post(ev.button_up(pos))
     app.frame(H)
     assert app.trailed is None
+
+
+def test_the_phase_portrait_draws_before_any_frame_is_kept():
+    """A particle chosen for the portrait right after a new world (a reset, a level,
+    a click while paused), before a frame has been kept: the portrait draws its frame
+    and title, no 'drawing failed' (the window under Xvfb once said
+    "AttributeError: 'NoneType' object has no attribute 'column'")."""
+    import pygame
+
+    from sandbox.app.trails import PhasePortrait
+
+    pygame.font.init()
+    surf = pygame.Surface((300, 200))
+    portrait = PhasePortrait()
+    portrait.particle = 3
+    colours = {"world": (255, 200, 0), "ghost": (255, 0, 255), "dim": (90, 90, 90),
+               "text": (220, 220, 220), "frame": (60, 66, 82)}
+    portrait.draw(surf, pygame.Rect(0, 0, 300, 200), pygame.font.Font(None, 14), None,
+                  None, colours, lambda s, r: None)
+    assert portrait.series(None, None) == []

@@ -71,8 +71,10 @@ def xvfb():
             proc.wait()
 
 
-def app_camera(size):
-    """The camera the app fits for a window of ``size`` on the playground level."""
+def app_camera(size, after_input: bool = False):
+    """The camera the app fits for a window of ``size`` on the playground level; with
+    ``after_input``, as after a person's first key or click, when the level's caption
+    no longer holds the scene above it (a resize then fits the whole free area)."""
     import pygame
 
     from sandbox.app.main import App, scene_from_level
@@ -81,6 +83,9 @@ def app_camera(size):
     if pygame.display.get_surface() is None:     # the panel's images need a pixel format
         pygame.display.set_mode((1, 1))
     app = App(scene_from_level("playground"), size=size)
+    if after_input:
+        app._first_input()
+        app.reset_view()
     return app.camera
 
 
@@ -204,8 +209,9 @@ def test_every_mouse_gesture_at_a_real_window(xvfb, tmp_path):
         xdo("windowsize", wid, 1000, 700)
         _wait_for(lambda: geometry() == (1000, 700), 10, "the resize")
         time.sleep(0.5)
-        pin_check(app_camera((1000, 700)), int(20 * 12 + 14), "after a resize")
-        cam = app_camera((1000, 700))
+        pin_check(app_camera((1000, 700), after_input=True), int(20 * 12 + 14),
+                  "after a resize")
+        cam = app_camera((1000, 700), after_input=True)
 
         # Left drag holds the pendulum's bob with the mouse spring; a flick throws it.
         s = snaps.take()

@@ -168,8 +168,10 @@ class PhasePortrait:
                            rect.h - 3 * line - 14)
         return title, plot
 
-    def _choose_axis(self, world: History) -> None:
+    def _choose_axis(self, world: History | None) -> None:
         """The coordinate that moves more (a weight on a vertical spring: y)."""
+        if world is None:                  # a new world, no frame kept yet
+            return
         col = world.column(self.particle) if self.particle is not None else None
         if col is None or world.count < 2:
             return
@@ -178,7 +180,7 @@ class PhasePortrait:
         if np.isfinite(span).all():
             self.axis = int(span[1] > span[0])
 
-    def series(self, world: History, ghost: History | None):
+    def series(self, world: History | None, ghost: History | None):
         """``[(q, p, which)]`` for the world (and the ghost) of the chosen particle."""
         out = []
         for h, which in ((world, "world"), (ghost, "ghost")):
@@ -191,7 +193,7 @@ class PhasePortrait:
             out.append((x[:, col, self.axis], v[:, col, self.axis], which))
         return out
 
-    def draw(self, surface: pygame.Surface, rect: pygame.Rect, font, world: History,
+    def draw(self, surface: pygame.Surface, rect: pygame.Rect, font, world: History | None,
              ghost: History | None, colours: dict, panel) -> None:
         panel(surface, rect)
         line = font.get_linesize()
