@@ -159,6 +159,13 @@ class Constraints:
             self._flat = (key, *self._plan(np.dtype(dtype)))
         return self._flat[1:]
 
+    @property
+    def tables_made(self) -> tuple | None:
+        """The flat tables as :meth:`_flat_batches` last made them (None: not yet): a new
+        object whenever they are made again, so a caller that keeps arguments built from
+        them (``pipeline.lane_objects``) can tell by identity that they still stand."""
+        return self._flat
+
     def add_grid(self, first: int, rows: int, cols: int) -> None:
         """Declare particles ``first + r*cols + c`` (``r < rows``, ``c < cols``) a grid
         (the cloth builder does), for the compiled frame's layout (:meth:`grid_order`)."""

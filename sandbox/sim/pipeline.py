@@ -292,8 +292,8 @@ def lane_objects(world, scratch: Scratch) -> tuple:
     ledger (none)."""
     p, c, col, integ = world.particles, world.constraints, world.colliders, world.integrator
     x, xp = (p.x, p.x_prev) if id(p.x) < id(p.x_prev) else (p.x_prev, p.x)
-    return (world.config, integ, getattr(integ, "backend", None), c, c.i, c._flat,
-            c.backend, col, col._frame_args, col._table, col.backend, p, x, xp, p.v,
+    return (world.config, integ, getattr(integ, "backend", None), c, c.i, c.tables_made,
+            c.backend, col, *col.kept, col.backend, p, x, xp, p.v,
             p.inv_mass, p.radius, world.gravity_field.a, scratch.lam, scratch.exclude,
             scratch.backup, world.mouse, world.ledger, scratch.compile_frames,
             world.started, backend.usable("kernels"), backend.usable("contacts"))

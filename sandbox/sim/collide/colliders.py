@@ -107,6 +107,14 @@ class Colliders:
     def __len__(self) -> int:
         return len(self.order)
 
+    @property
+    def kept(self) -> tuple:
+        """What the colliders keep between frames, by identity: the compiled frame's
+        fixed arguments (:meth:`frame_args`) and the shape tables (:meth:`tables`); each
+        is a new object whenever it is made again, so a caller that keeps arguments
+        built from them (``pipeline.lane_objects``) can tell that they still stand."""
+        return self._frame_args, self._table
+
     def add(self, kind: str, **fields) -> int:
         """Add a static shape of type ``kind`` with the level file's fields; returns its
         index in :attr:`specs`. ``ValueError`` names the type or the field at fault."""
