@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pytest
 
-from sandbox.app.session import BLOWUP_FACTOR, BLOWUP_SPEED
+from sandbox.ensemble import BLOWUP_FACTOR, BLOWUP_SPEED
 from sandbox.levels import (
     Level,
     LevelError,

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ensemble import BLOWUP_FACTOR, energy_scale
 from ..replay import SessionLog
 from ..replay import apply as apply_input
 from ..settings import SETTINGS
@@ -41,12 +42,6 @@ TRACE_LIMIT = 100_000                   # frames kept for replay (about half an 
 #: Measured on the playground while its kernels loaded: frames of 200-430 ms (three
 #: numpy steps each, against a loading thread) without it.
 CATCH_UP_S = 1 / 60
-#: The level's energy scale is |E0| + 0.5 M v^2 with every movable kilogram at
-#: BLOWUP_SPEED (more than a mouse gives a body). A jump of the total energy beyond
-#: BLOWUP_FACTOR times that cannot come from the level or the mouse: the integrator
-#: has blown up (a cloth at 100 m/s throughout), and the session pauses as on divergence.
-BLOWUP_FACTOR = 100.0
-BLOWUP_SPEED = 10.0                     # m/s
 #: The ensemble (every integrator side by side, A) runs on levels up to this many
 #: particles, and stays on while its steps take at most ENSEMBLE_BUDGET_S a frame
 #: (ENSEMBLE_PATIENCE frames in a row over it, the compiled kernels loaded, turn it off).
@@ -230,12 +225,8 @@ class Session:
         self._checkpoints: list[tuple[float, object]] = []
         self.diverged: tuple[str, float] | None = None   # (integrator, t) of a blow-up
         self._said_alike = False                 # alike_note() shown for this world
-        e = world.energy()
-        movable = world.particles.inv_mass > 0
-        mass = float(np.sum(world.particles.mass[movable]))
-        self._e_ref = e["total"]
-        self._e_scale = (abs(e["total"]) + max(e["kinetic"], 0.5 * mass * BLOWUP_SPEED ** 2)
-                         + 1.0)
+        self._e_ref = world.energy()["total"]
+        self._e_scale = energy_scale(world)
         if self.ghost is not None:
             self._seed_ghost(self.ghost.integrator.name)
         if self.ensemble is not None:
