@@ -269,37 +269,8 @@ class DrawOptions:
         pygame.draw.circle(self.surface, self.grab, a, 2)
 
     def _shape(self, shape) -> None:
-        kind = _get(shape, "type", None) or _get(shape, "kind", None)
-        surface, px = self.surface, self._px
-        if kind == "circle":
-            r = max(int(round(float(_get(shape, "radius")) * self.scale)), 1)
-            if r > 20000:
-                return
-            c = px(_get(shape, "center"))
-            pygame.draw.circle(surface, self.shape_fill, c, r)
-            pygame.draw.circle(surface, self.shape_edge, c, r, 2)
-        elif kind == "segment":
-            thickness = float(_get(shape, "thickness", 0.0) or 0.0)
-            w = min(max(int(round(2 * thickness * self.scale)), 2), 2000)
-            pygame.draw.line(surface, self.shape_edge, px(_get(shape, "a")),
-                             px(_get(shape, "b")), w)
-        elif kind in ("polygon", "box"):
-            if kind == "box":
-                (x0, y0), (x1, y1) = _get(shape, "min"), _get(shape, "max")
-                pts = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
-            else:
-                pts = _get(shape, "points")
-            radius = float(_get(shape, "radius", 0.0) or 0.0) if kind == "box" else 0.0
-            if radius > 0:
-                (ax, ay), (bx, by) = px((x0, y1)), px((x1, y0))
-                rect = pygame.Rect(ax, ay, max(bx - ax, 1), max(by - ay, 1))
-                rad = min(int(round(radius * self.scale)), rect.w // 2, rect.h // 2)
-                pygame.draw.rect(surface, self.shape_fill, rect, border_radius=rad)
-                pygame.draw.rect(surface, self.shape_edge, rect, 2, border_radius=rad)
-                return
-            scr = [px(p) for p in pts]
-            pygame.draw.polygon(surface, self.shape_fill, scr)
-            pygame.draw.polygon(surface, self.shape_edge, scr, 2)
+        draw_shape(self.surface, shape, self.to_screen, self.scale, self.shape_fill,
+                   self.shape_edge)
 
     def _px(self, point) -> tuple[int, int]:
         """One world point as whole pixels, clamped to what pygame takes."""
@@ -359,3 +330,47 @@ def _extent(world) -> tuple[tuple[float, float], tuple[float, float]] | None:
         return None
     lo, hi = p.min(axis=0), p.max(axis=0)
     return (float(lo[0]), float(lo[1])), (float(hi[0]), float(hi[1]))
+
+
+def draw_shape(surface: pygame.Surface, shape, to_screen, scale: float, fill, edge) -> None:
+    """One static shape (a dict of ``world.shapes`` or an object with the level file's
+    field names: ``type`` circle / segment / polygon / box) in ``fill`` with an ``edge``,
+    ``to_screen`` mapping world points (m) to pixels, ``scale`` px a metre. The window's
+    renderer draws its shapes with this too. ``KeyError`` / ``AttributeError`` /
+    ``ValueError`` for a shape it cannot draw."""
+    kind = _get(shape, "type", None) or _get(shape, "kind", None)
+
+    def px(point) -> tuple[int, int]:
+        x, y = np.clip(to_screen(np.asarray(point, float)), -_LIMIT, _LIMIT).tolist()
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError("not a finite point")
+        return int(x), int(y)
+
+    if kind == "circle":
+        r = max(int(round(float(_get(shape, "radius")) * scale)), 1)
+        if r > 20000:
+            return
+        c = px(_get(shape, "center"))
+        pygame.draw.circle(surface, fill, c, r)
+        pygame.draw.circle(surface, edge, c, r, 2)
+    elif kind == "segment":
+        thickness = float(_get(shape, "thickness", 0.0) or 0.0)
+        w = min(max(int(round(2 * thickness * scale)), 2), 2000)
+        pygame.draw.line(surface, edge, px(_get(shape, "a")), px(_get(shape, "b")), w)
+    elif kind in ("polygon", "box"):
+        if kind == "box":
+            (x0, y0), (x1, y1) = _get(shape, "min"), _get(shape, "max")
+            pts = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+        else:
+            pts = _get(shape, "points")
+        radius = float(_get(shape, "radius", 0.0) or 0.0) if kind == "box" else 0.0
+        if radius > 0:
+            (ax, ay), (bx, by) = px((x0, y1)), px((x1, y0))
+            rect = pygame.Rect(ax, ay, max(bx - ax, 1), max(by - ay, 1))
+            rad = min(int(round(radius * scale)), rect.w // 2, rect.h // 2)
+            pygame.draw.rect(surface, fill, rect, border_radius=rad)
+            pygame.draw.rect(surface, edge, rect, 2, border_radius=rad)
+            return
+        scr = [px(p) for p in pts]
+        pygame.draw.polygon(surface, fill, scr)
+        pygame.draw.polygon(surface, edge, scr, 2)

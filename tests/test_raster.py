@@ -427,7 +427,7 @@ def test_every_shape_type_is_drawn(spec):
     surf = pygame.Surface((200, 200))
     surf.fill((0, 0, 0))
     cam = Camera((200, 200), center=(0.0, 0.0), width=4.0)     # 50 px/m
-    render._draw_shape(surf, cam, spec)
+    render.WorldRenderer().shapes(surf, cam, [spec])          # the window's own call
     px = pygame.surfarray.array3d(surf).sum(axis=2)
     assert px[100, 100] > 0 or spec["type"] == "segment" and px[100, 84:92].any()
     assert not px[:15].any() and not px[-15:].any()             # nothing 1.7 m away

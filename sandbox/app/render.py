@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pygame
 
+from ..draw import draw_shape
 from ..sim.view import WorldView
 from . import raster
 from .camera import Camera
@@ -152,7 +153,8 @@ class WorldRenderer:
         circle / segment / polygon / box and the level file's field names."""
         for s in shapes or ():
             try:
-                _draw_shape(surface, cam, s)
+                draw_shape(surface, s, cam.to_screen, cam.scale, SHAPE_FILL,
+                           SHAPE_EDGE)
             except (AttributeError, KeyError, TypeError, ValueError):
                 continue                                # an unknown shape: skip it
 
@@ -309,47 +311,5 @@ def _rect(x0, y0, x1, y1, w, h) -> pygame.Rect | None:
                        int(math.ceil(hi_y - lo_y)))
 
 
-def _field(s, name):
-    return s[name] if isinstance(s, dict) else getattr(s, name)
-
-
 def _clamp_px(pt) -> tuple[int, int]:
     return (int(np.clip(pt[0], -1e5, 1e5)), int(np.clip(pt[1], -1e5, 1e5)))
-
-
-def _draw_shape(surface: pygame.Surface, cam: Camera, s) -> None:
-    kind = (s.get("type") or s.get("kind")) if isinstance(s, dict) else (
-        getattr(s, "type", None) or getattr(s, "kind", None))
-    if kind == "circle":
-        c = cam.to_screen(_field(s, "center"))
-        r = max(int(round(float(_field(s, "radius")) * cam.scale)), 1)
-        if r > 20000:
-            return
-        pygame.draw.circle(surface, SHAPE_FILL, _clamp_px(c), r)
-        pygame.draw.circle(surface, SHAPE_EDGE, _clamp_px(c), r, 2)
-    elif kind == "segment":
-        a, b = cam.to_screen([_field(s, "a"), _field(s, "b")])
-        th = float(_field(s, "thickness") if _has(s, "thickness") else 0.0)
-        w = max(int(round(2 * th * cam.scale)), 2)
-        pygame.draw.line(surface, SHAPE_EDGE, _clamp_px(a), _clamp_px(b), min(w, 2000))
-    elif kind == "box" and _has(s, "radius") and float(_field(s, "radius")) > 0:
-        (x0, y0), (x1, y1) = _field(s, "min"), _field(s, "max")
-        a, b = cam.to_screen(np.array([[x0, y1], [x1, y0]], float))   # top-left, bottom-right
-        (ax, ay), (bx, by) = _clamp_px(a), _clamp_px(b)
-        rect = pygame.Rect(ax, ay, max(bx - ax, 1), max(by - ay, 1))
-        rad = min(int(round(float(_field(s, "radius")) * cam.scale)), rect.w // 2, rect.h // 2)
-        pygame.draw.rect(surface, SHAPE_FILL, rect, border_radius=rad)
-        pygame.draw.rect(surface, SHAPE_EDGE, rect, 2, border_radius=rad)
-    elif kind in ("polygon", "box"):
-        if kind == "box":
-            (x0, y0), (x1, y1) = _field(s, "min"), _field(s, "max")
-            pts = [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
-        else:
-            pts = _field(s, "points")
-        scr = [_clamp_px(q) for q in cam.to_screen(np.asarray(pts, float))]
-        pygame.draw.polygon(surface, SHAPE_FILL, scr)
-        pygame.draw.polygon(surface, SHAPE_EDGE, scr, 2)
-
-
-def _has(s, name) -> bool:
-    return name in s if isinstance(s, dict) else hasattr(s, name)
