@@ -239,7 +239,7 @@ class DrawOptions:
 
     def _particles(self, view, s: np.ndarray, finite: np.ndarray) -> None:
         surface = self.surface
-        r_px = _radius_px(view, self.scale)
+        r_px = mass_radius_px(view, self.scale)
         balls = (r_px >= 2.0) & finite
         dots = ~balls & finite
         n = len(view.x)
@@ -291,10 +291,10 @@ def _get(shape, name: str, default: Any = KeyError) -> Any:
     return getattr(shape, name, default)
 
 
-def _radius_px(view, scale: float) -> np.ndarray:
+def mass_radius_px(view, scale: float) -> np.ndarray:
     """Each particle's drawn radius in px: its own radius; point masses of a small world
     whose masses differ (a planet and its moons) as discs growing with the mass,
-    ``3 px * cbrt(m / m_min)``, at most 18 px (as the window draws them)."""
+    ``3 px * cbrt(m / m_min)``, at most 18 px. The window's renderer draws with it too."""
     r_px = np.asarray(view.radius, float) * scale
     points = r_px < 2.0
     if len(r_px) > 200 or not points.any():

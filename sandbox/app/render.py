@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pygame
 
-from ..draw import draw_shape
+from ..draw import draw_shape, mass_radius_px
 from ..sim.view import WorldView
 from . import raster
 from .camera import Camera
@@ -281,24 +281,6 @@ def _offsets(radius: float, filled: bool) -> np.ndarray:
     """A disc's (or a ring's) pixel offsets, made once per radius in whole pixels: the
     ensemble draws ten copies of the same balls a frame (1.2 ms a frame made anew)."""
     return raster.disc_offsets(radius) if filled else raster.ring_offsets(radius, 1.5)
-
-
-def mass_radius_px(view: WorldView, scale: float) -> np.ndarray:
-    """Drawn radius of each particle, px: its own radius, or, for point masses in a
-    small world whose masses differ (an orbit's sun and moon), a disc whose area grows
-    with the mass: ``r = 3 px * cbrt(m / m_min)``, at most 18 px."""
-    r_px = view.radius * scale
-    points = r_px < 2.0
-    n = view.n
-    if n > 200 or not points.any():
-        return r_px
-    m = view.mass[points]
-    lo = m[m > 0].min(initial=np.inf)
-    if not np.isfinite(lo) or m.max() < 2.0 * lo:
-        return r_px
-    out = r_px.copy()
-    out[points] = np.clip(3.0 * np.cbrt(np.maximum(m, lo) / lo), 3.0, 18.0)
-    return out
 
 
 def _rect(x0, y0, x1, y1, w, h) -> pygame.Rect | None:
