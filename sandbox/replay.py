@@ -5,7 +5,9 @@ self-contained), every frame's planned steps and every input that changed the wo
 (grab, the hand's drag path, release, pin, cut, integrator and constraint method
 switches, a world setting of :mod:`sandbox.settings` set (``["set", name, value]``:
 iterations, substeps, air drag; files written before it hold ``configure`` for the first
-two), reset), each stamped with the frame it came before. The physics is deterministic (the tests
+two), reset, and build mode's edits (``["level", TOML]``: the edited level, from which the
+world is built again at its start and which later resets rebuild)), each stamped with the
+frame it came before. The physics is deterministic (the tests
 prove it bit for bit), so :func:`play` rebuilds the world from the level and applies the
 same inputs before the same steps, and ends in the same state: its hash is stored in
 the file and checked.
@@ -239,7 +241,9 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
     events = rep.events
 
     def run(world, e: int):
+        nonlocal level
         try:
+            level = level_after(level, events[e][1], events[e][2:])
             return apply(world, level, events[e][1], events[e][2:])
         except (ValueError, ArithmeticError) as err:
             raise ReplayError(f"events[{e}] ({events[e][1]}): the world refused it: "
@@ -267,8 +271,18 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
 
 def apply(world, level, op: str, args: list):
     """One recorded input on ``world`` (the same calls the window's session made);
-    returns the world (a reset builds a new one)."""
+    returns the world (a reset or a level builds a new one). ``level``: the level in
+    force, :func:`level_after` the inputs before this one."""
     return OPS[op].apply(world, level, args)
+
+
+def level_after(level, op: str, args: list):
+    """The level in force after the input ``op``: the edited level of a ``level`` input
+    (build mode), else ``level``."""
+    if op != "level":
+        return level
+    from .levels import parse_level
+    return parse_level(args[0], "the replay's edited level")
 
 
 # ---------------------------------------------------------------- the operations
@@ -416,6 +430,24 @@ def _configure(world, level, args):
     return _configured(world, iterations=int(args[0]), substeps=int(args[1]))
 
 
+def _level_text(a) -> str | None:
+    from .levels import LevelError, parse_level
+    if not isinstance(a, str) or len(a) > 1 << 20:
+        return "a level as TOML text (at most 1 MiB)"
+    try:
+        parse_level(a, "level")
+    except LevelError as e:
+        return " ".join(str(e).splitlines())[:200]
+    return None
+
+
+def _level(world, level, args):
+    """Build mode's edit: the world built anew from the edited level (``level``, which
+    :func:`level_after` read from ``args``), at its start, as the window rebuilt it."""
+    from .levels import build_world
+    return build_world(level)
+
+
 #: Every operation a replay file may hold, by the name it is written under. The window's
 #: session records them (``SessionLog.record``), the file's check and playback read them.
 OPS: dict[str, Op] = {
@@ -434,4 +466,5 @@ OPS: dict[str, Op] = {
     "reset": Op("[integrator, iterations, substeps, h]",
                 (_one_of(_integrators, "an integrator"), _setting("iterations"),
                  _setting("substeps"), _step), _reset),
+    "level": Op("[level as TOML]", (_level_text,), _level),
 }

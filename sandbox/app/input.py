@@ -27,6 +27,8 @@ import pygame
 from .keymap import lookup, normalise_mods
 
 PICK_RADIUS_PX = 20.0
+#: A selecting press that moves less than this (px) is a click, not a drag.
+MIN_DRAG_PX = 4.0
 
 #: Modifier keys and the modifier bit each holds down.
 _MOD_KEYS = {pygame.K_LSHIFT: pygame.KMOD_LSHIFT, pygame.K_RSHIFT: pygame.KMOD_RSHIFT,
@@ -53,6 +55,10 @@ class Input:
         self.panning = False
         self.gesture: list[np.ndarray] | None = None   # build mode: the drag's points (m)
         self.polygon: list[np.ndarray] = []             # build mode: polygon corners (m)
+        #: Build mode's selecting press under way (right button, or left with the select
+        #: tool): ``{"at": m, "px": press px, "button", "add": Shift, "mode": None (a
+        #: click so far) | "move" | "box"}``.
+        self.pick: dict | None = None
         self.handlers: dict[int, Callable] = {
             pygame.QUIT: lambda e: app.quit(),
             pygame.KEYDOWN: self.key_down, pygame.KEYUP: self.key_up,
@@ -82,6 +88,7 @@ class Input:
             self.grabbed = None
         self.cut_path = None
         self.panning = False
+        self.pick = None                           # a selection drag is not finished
 
     # --- dispatch -------------------------------------------------------------------
 
@@ -150,6 +157,8 @@ class Input:
         app = self.app
         if self.panning:
             app.camera.pan_pixels(self.mouse[0] - old[0], self.mouse[1] - old[1])
+        if self.pick is not None:
+            self.pick_motion()
         if self.gesture is not None:
             q = app.camera.to_world(self.mouse)
             if np.hypot(*(app.camera.to_screen(q) - app.camera.to_screen(self.gesture[-1]))) \
@@ -163,10 +172,13 @@ class Input:
 
     def mouse_up(self, event) -> None:
         self.mouse = tuple(event.pos)
+        if self.pick is not None and event.button == self.pick["button"]:
+            self.pick_up()
+            return
         if event.button == 1 and self.gesture is not None:
             points = self.gesture + [self.app.camera.to_world(self.mouse)]
             self.gesture = None
-            self.app.builder.build_gesture(points)
+            self.app.do("build_gesture", [[float(q[0]), float(q[1])] for q in points])
             return
         if event.button == 1:
             if self.grabbed is not None:
@@ -193,11 +205,13 @@ class Input:
     # --- build mode -------------------------------------------------------------------
 
     def build_down(self, p: np.ndarray, button: int) -> None:
-        """A press in build mode: right selects; left starts the tool's gesture (the
+        """A press in build mode: right (or left with the select tool) selects, moves
+        or draws a box (see :meth:`pick_up`); left starts the tool's gesture (the
         polygon tool collects corners instead: a click near the first one closes it)."""
         app = self.app
         if button == 3 or app.tool == "select":
-            app.builder.build_select(p, self._pick_radius())
+            self.pick = {"at": p, "px": self.mouse, "button": button, "mode": None,
+                         "add": bool(self.mods() & pygame.KMOD_SHIFT)}
             return
         if app.tool == "polygon":
             if len(self.polygon) >= 3 and np.hypot(*(p - self.polygon[0])) <= \
@@ -207,6 +221,47 @@ class Input:
                 self.polygon.append(p)
             return
         self.gesture = [p]
+
+    def pick_motion(self) -> None:
+        """A selecting press moved: past ``MIN_DRAG_PX`` it is a drag, which moves the
+        selection if it began on a selected body or shape (or on one, which is selected
+        first), else draws a box."""
+        pick, app = self.pick, self.app
+        if pick["mode"] is not None or app.editor is None:
+            return
+        if np.hypot(self.mouse[0] - pick["px"][0], self.mouse[1] - pick["px"][1]) < \
+                MIN_DRAG_PX:
+            return
+        from .editor import nearest_item
+        ed = app.editor
+        item = nearest_item(ed.table, app.world, pick["at"], self._pick_radius())
+        if item is None:
+            pick["mode"] = "box"
+            return
+        if item not in ed.selection:
+            app.do("build_select", self._select_arg(pick["at"], pick["add"]))
+        pick["mode"] = "move" if item in ed.selection else "box"
+
+    def _select_arg(self, p, add: bool) -> tuple:
+        return (float(p[0]), float(p[1]), float(self._pick_radius()), bool(add))
+
+    def pick_up(self) -> None:
+        """A selecting press let go: a click selects (Shift adds or takes out), a drag
+        from the selection moves it by the drag, a drag from empty space selects what
+        lies inside its box."""
+        pick, app = self.pick, self.app
+        self.pick = None
+        if app.editor is None:
+            return
+        q = app.camera.to_world(self.mouse)
+        a = pick["at"]
+        if pick["mode"] is None:
+            app.do("build_select", self._select_arg(a, pick["add"]))
+        elif pick["mode"] == "move":
+            app.do("build_move", (float(q[0] - a[0]), float(q[1] - a[1])))
+        else:
+            app.do("build_select_box", (float(a[0]), float(a[1]), float(q[0]),
+                                        float(q[1]), pick["add"]))
 
     def follow(self) -> None:
         """The hand's spring pulls towards the cursor (world and ghost)."""

@@ -139,9 +139,13 @@ KEYMAP: list[Binding] = [
     Binding(K.K_z, CTRL, "undo", "build: undo"),
     Binding(K.K_y, CTRL, "redo", "build: redo"),
     Binding(K.K_DELETE, NONE, "build_delete", "build: delete the selection"),
+    Binding(K.K_BACKSPACE, NONE, "build_delete", "build: delete the selection"),
+    Binding(K.K_n, CTRL, "new_level", "build: a new, empty level (this level's world "
+            "settings)"),
     Binding(K.K_RETURN, NONE, "close_polygon", "build: close the polygon"),
     Binding(K.K_s, CTRL, "save_level", "build: save as a level file"),
-    Binding(K.K_ESCAPE, NONE, "cancel", "cancel the polygon being drawn; else quit"),
+    Binding(K.K_ESCAPE, NONE, "cancel", "cancel the polygon or drag under way; build: clear "
+            "the selection; else quit"),
     Binding(K.K_q, NONE, "quit", "quit"),
 ]
 del K
@@ -155,6 +159,10 @@ MOUSE_HELP: list[tuple[str, str]] = [
     ("Right click", "pin / unpin the nearest particle"),
     ("Middle drag", "pan"),
     ("Wheel", "zoom about the cursor"),
+    ("Build: Right click", "select a body or shape (Shift+click adds or takes out; the "
+                           "select tool: left)"),
+    ("Build: Right drag", "from the selection: move it; from empty space: select what "
+                          "the box holds"),
 ]
 
 

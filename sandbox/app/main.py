@@ -37,7 +37,6 @@ from .. import warmup
 from ..extras import MissingExtra, require
 from ..load import LoadMeter
 from ..sim import backend, cores
-from ..sim.collide.shapes import SHAPE_SETS
 from ..sim.integrators import INTEGRATORS
 from ..sim.world import World
 from . import debug, files
@@ -106,21 +105,6 @@ HUD_GAP = 28                            # px between its two columns
 GRAPH_WIDTH = (PANEL_WIDTH, 552)        # px: the energy graph's least and most width
 GRAPH_HEIGHT = (150, 180)               # px: its least and most height (1/4 of the window)
 PORTRAIT_HEIGHT = (120, 260)            # px: the phase portrait under the panel
-
-
-def _shape_box(s: dict):
-    """Corners (m) of a shape's bounding box, for outlining a selection: its shape set's
-    own ``aabb`` (the colliders' broad phase uses the same); None if it is no shape."""
-    shapes = SHAPE_SETS.get(s.get("type"))
-    if shapes is None:
-        return None
-    one = shapes()
-    try:
-        one.add(**{k: v for k, v in s.items() if k != "type"})
-    except (TypeError, ValueError):
-        return None
-    lo, hi = one.aabb()
-    return lo[0], hi[0]
 
 
 def ensemble_colour(name: str) -> tuple[int, int, int]:
@@ -247,7 +231,9 @@ class App:
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
             **{name: getattr(self.builder, name) for name in (
                 "toggle_build", "set_tool", "cycle_tool", "set_prop", "toggle_prop", "undo",
-                "redo", "build_delete", "save_level", "close_polygon", "cancel")},
+                "redo", "build_delete", "save_level", "close_polygon", "cancel",
+                "build_gesture", "build_select", "build_select_box", "build_move",
+                "build_set", "new_level")},
         }
         self._scene_loaded()
 
@@ -1131,47 +1117,10 @@ class App:
             self.overlay.draw_help(surf, self.scene.title, self.scene.description)
 
     def _draw_build(self, surf: pygame.Surface) -> None:
-        """The gesture under way and the selection, in build mode."""
-        cam, ed, inp = self.camera, self.editor, self.input
-        colour = KEY
-        if ed.selected is not None:
-            kind, k = ed.selected
-            if kind == "bodies" and k < len(self.world.bodies):
-                idx = self.world.bodies[k].particles
-                for q in cam.to_screen(self.world.particles.x[idx]):
-                    if np.isfinite(q).all():
-                        pygame.draw.circle(surf, colour, (int(q[0]), int(q[1])), 6, 1)
-            elif kind == "shapes" and k < len(ed.table.get("shapes", [])):
-                self.renderer.shapes(surf, cam, [ed.table["shapes"][k]])
-                box = _shape_box(ed.table["shapes"][k])
-                if box is not None:
-                    a, b = cam.to_screen(box[0]), cam.to_screen(box[1])
-                    pygame.draw.rect(surf, colour, pygame.Rect(
-                        int(min(a[0], b[0])) - 3, int(min(a[1], b[1])) - 3,
-                        int(abs(b[0] - a[0])) + 6, int(abs(b[1] - a[1])) + 6), 1)
-        pts = list(inp.polygon)
-        if inp.gesture is not None:
-            pts = inp.gesture + [cam.to_world(inp.mouse)]
-        if not pts:
-            return
-        s = cam.to_screen(np.asarray(pts, float))
-        a, b = s[0], s[-1]
-        if self.tool in ("box", "cloth"):
-            pygame.draw.rect(surf, colour, pygame.Rect(int(min(a[0], b[0])),
-                                                       int(min(a[1], b[1])),
-                                                       int(abs(b[0] - a[0])) + 1,
-                                                       int(abs(b[1] - a[1])) + 1), 1)
-        elif self.tool in ("circle", "ball"):
-            pygame.draw.circle(surf, colour, (int(a[0]), int(a[1])),
-                               max(int(np.hypot(*(b - a))), 1), 1)
-        elif len(s) >= 2:
-            closed = self.tool == "polygon" and inp.gesture is None and len(s) >= 3
-            pts_i = [(int(q[0]), int(q[1])) for q in s]
-            if self.tool == "polygon":
-                pts_i.append((int(inp.mouse[0]), int(inp.mouse[1])))
-            pygame.draw.lines(surf, colour, closed, pts_i, 2)
-        for q in s[:1]:
-            pygame.draw.circle(surf, colour, (int(q[0]), int(q[1])), 4)
+        """The selection, a drag of it, the box being drawn and the gesture under way,
+        in build mode (``build_mode.draw``)."""
+        from .build_mode import draw
+        draw(self, surf)
 
     def _ghost_label(self, surf: pygame.Surface, gx: np.ndarray) -> None:
         """``ghost: <integrator>`` beside the ghost's bodies, in its colour."""

@@ -100,6 +100,7 @@ class ControlPanel:
         self._menus: dict[str, tuple] = {}
         self._shown = {}
         self.dialog = None
+        self.save_to = None
         if self.app.editor is not None:
             self._build_tools()
         else:
@@ -373,9 +374,7 @@ class ControlPanel:
             self.actions[event.ui_element]()
             return True
         if kind in (pygame.KEYDOWN, pygame.KEYUP, pygame.TEXTINPUT) and self.typing():
-            if kind == pygame.KEYDOWN and event.key in (pygame.K_RETURN, pygame.K_KP_ENTER) \
-                    and self.dialog is not None:
-                self.dialog_save()
+            if self._typed_key(event):
                 return True
             self.manager.process_events(event)
             return True
@@ -456,6 +455,9 @@ class ControlPanel:
         w = width - 16
         y = 4
         ed = self.app.editor
+        self.prop_sliders = {}
+        self.fields: dict = {}                    # the selection's text fields by key
+        self.pinned = self.shear = None
 
         def label(text, x=8, width=w, obj="#label", h=20):
             return self._label(text, pygame.Rect(x, y, width, h), obj)
@@ -468,25 +470,31 @@ class ControlPanel:
                    lambda text: self.app.do("set_tool", text))
         self._shown["tool"] = self.app.tool
         y += 28
-        self.prop_sliders = {}
-        for key, text, lo_hi, to_pos, _ in self.PROPS:
-            label(text, width=w - 84)
-            value = UILabel(pygame.Rect(width - 92, y, 84, 20), "", manager=m, container=c,
-                            object_id=pygame_gui.core.ObjectID(object_id="@value"))
-            y += 20
-            lo, hi = lo_hi
-            pos = int(min(max(to_pos(getattr(ed.props, key)), lo), hi))
-            slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18), pos, lo_hi, manager=m,
-                                        container=c, click_increment=1)
-            self.prop_sliders[key] = (slider, value)
-            self.actions[slider] = (lambda t, k=key: self.app.do("set_prop", (k, t)))
-            y += 22
-        bw = (w - 6) // 2
-        self.pinned = UIButton(pygame.Rect(8, y, bw, 24), "", manager=m, container=c)
-        self.shear = UIButton(pygame.Rect(14 + bw, y, bw, 24), "", manager=m, container=c)
-        self.actions[self.pinned] = lambda: self.app.do("toggle_prop", "pinned")
-        self.actions[self.shear] = lambda: self.app.do("toggle_prop", "shear")
-        y += 28
+        top = y
+        self._shown["selection"] = self._selection_key()
+        if ed.selection:
+            self._build_selection(label, y, w, width)
+        else:
+            for key, text, lo_hi, to_pos, _ in self.PROPS:
+                label(text, width=w - 84)
+                value = UILabel(pygame.Rect(width - 92, y, 84, 20), "", manager=m,
+                                container=c,
+                                object_id=pygame_gui.core.ObjectID(object_id="@value"))
+                y += 20
+                lo, hi = lo_hi
+                pos = int(min(max(to_pos(getattr(ed.props, key)), lo), hi))
+                slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18), pos, lo_hi, manager=m,
+                                            container=c, click_increment=1)
+                self.prop_sliders[key] = (slider, value)
+                self.actions[slider] = (lambda t, k=key: self.app.do("set_prop", (k, t)))
+                y += 22
+            bw = (w - 6) // 2
+            self.pinned = UIButton(pygame.Rect(8, y, bw, 24), "", manager=m, container=c)
+            self.shear = UIButton(pygame.Rect(14 + bw, y, bw, 24), "", manager=m,
+                                  container=c)
+            self.actions[self.pinned] = lambda: self.app.do("toggle_prop", "pinned")
+            self.actions[self.shear] = lambda: self.app.do("toggle_prop", "shear")
+        y = top + len(self.PROPS) * 42 + 28
         bw3 = (w - 12) // 3
         for k, (text, action, tip) in enumerate((("Undo", "undo", "Ctrl+Z"),
                                                  ("Redo", "redo", "Ctrl+Y"),
@@ -495,15 +503,72 @@ class ControlPanel:
                          container=c, tool_tip_text=tip)
             self.actions[b] = (lambda a=action: self.app.do(a))
         y += 28
-        save = UIButton(pygame.Rect(8, y, w, 24), "Save as level...", manager=m,
-                        container=c, tool_tip_text="Ctrl+S")
+        nw = 96
+        self.new = UIButton(pygame.Rect(8, y, nw, 24), "New  Ctrl+N", manager=m,
+                            container=c, tool_tip_text="an empty level with this level's "
+                            "world settings (Ctrl+Z brings this one back)")
+        self.actions[self.new] = lambda: self.app.do("new_level")
+        save = UIButton(pygame.Rect(14 + nw, y, w - nw - 6, 24), "Save as level...",
+                        manager=m, container=c, tool_tip_text="Ctrl+S")
         self.actions[save] = lambda: self.app.do("save_level")
         self.save = save
         self.content_height = y + 28 + 4
         self._sync_tools(True)
 
+    def _selection_key(self) -> tuple:
+        """What the selection part of the build panel shows: rebuilt when it changes
+        (another selection, or a property of it changed by an edit or an undo)."""
+        ed = self.app.editor
+        if ed is None or not ed.selection:
+            return ()
+        return (tuple(ed.selection), repr(ed.spec(ed.selection[-1])))
+
+    def _build_selection(self, label, y: int, w: int, width: int) -> None:
+        """The selection's properties: a text field each (Enter applies it; the level
+        schema's limits refuse a value with a message), and its pinned / shear switch."""
+        from pygame_gui.elements import UITextEntryLine
+
+        from .editor import properties_of, property_value, show_value
+
+        ed = self.app.editor
+        primary = ed.spec(ed.selection[-1])
+        many = len(ed.selection)
+        what = primary.get("type", "item")
+        head = f"selected: {what}" + (f" +{many - 1} more" if many > 1 else "")
+        label(f"{head}  Esc clears", obj="@title")
+        y += 22
+        rows = properties_of(primary)
+        if not rows:
+            label("(nothing to set: drag it to move it)")
+            y += 22
+        for key, text, unit in rows:
+            label(f"{text} {unit}".strip(), width=w - 132, h=24)
+            entry = UITextEntryLine(pygame.Rect(width - 140, y, 132, 24),
+                                    manager=self.manager, container=self.content,
+                                    placeholder_text="world's" if key in
+                                    ("restitution", "friction") else None)
+            entry.set_text(show_value(property_value(primary, key)))
+            self.fields[key] = entry
+            self.actions[entry] = (lambda k=key, e=entry: self.app.do(
+                "build_set", (k, e.get_text())))
+            y += 28
+        label("Enter applies a value" + (" to all" if many > 1 else ""), h=20)
+        y += 22
+        from .build_mode import _model_fields
+        fields = _model_fields(primary)
+        bw = (w - 6) // 2
+        for k, key in enumerate(("pinned", "shear")):
+            if key in fields:
+                b = UIButton(pygame.Rect(8 + k * (bw + 6), y, bw, 24), "",
+                             manager=self.manager, container=self.content)
+                setattr(self, key, b)
+                self.actions[b] = (lambda kk=key: self.app.do("toggle_prop", kk))
+
     def _sync_tools(self, force: bool = False) -> None:
         ed = self.app.editor
+        if self._shown.get("selection") != self._selection_key():
+            self.build()                     # another selection: its own fields
+            return
         # Compared with the tool last shown, not with the widget: a click on an option
         # changes the widget a frame before its event sets the tool, and rebuilding on
         # that difference threw the choice away (the drop-down never applied one).
@@ -511,6 +576,8 @@ class ControlPanel:
             self._show_choice("tool", self.app.tool)
             self._shown["tool"] = self.app.tool
         for key, _, _, to_pos, _ in self.PROPS:
+            if key not in self.prop_sliders:
+                continue
             slider, value = self.prop_sliders[key]
             v = getattr(ed.props, key)
             text = f"{v:.3g}"
@@ -520,10 +587,22 @@ class ControlPanel:
             pos = int(min(max(to_pos(v), lo), hi))
             if slider.get_current_value() != pos:
                 slider.set_current_value(pos)
+        primary = ed.spec(ed.selection[-1]) if ed.selection else None
         for button, key in ((self.pinned, "pinned"), (self.shear, "shear")):
-            text = f"{key}: {'on' if getattr(ed.props, key) else 'off'}"
+            if button is None:
+                continue
+            on = bool(primary.get(key, False)) if primary is not None else \
+                getattr(ed.props, key)
+            text = f"{key}: {'on' if on else 'off'}"
             if button.text != text:
                 button.set_text(text)
+        if self.dialog is not None and self.save_to is not None:
+            from .build_mode import file_stem
+            stem = file_stem(self.entry.get_text())
+            text = (f"file: {self.app.out_dir / 'levels' / stem}.toml" if stem else
+                    "file: (a title names it)")
+            if self.save_to.text != text:
+                self.save_to.set_text(text)
 
     def prop_value(self, key: str, position: int) -> float:
         """A property slider's position as the property's value."""
@@ -532,36 +611,92 @@ class ControlPanel:
                 return from_pos(position)
         raise KeyError(key)
 
-    def open_save_dialog(self, name: str) -> None:
-        """A small window asking for the level's name."""
+    def open_save_dialog(self, fields: dict | str) -> None:
+        """A small window asking for the level's title (which names the file), its
+        description and its hint, prefilled with ``fields``."""
         from pygame_gui.elements import UITextEntryLine, UIWindow
 
+        from .build_mode import TEXT_MAX, TITLE_MAX
+
+        if isinstance(fields, str):
+            fields = {"title": fields}
         if (self.app.editor is not None) != (self.mode == "build"):
             self.build()                                  # the mode changed this frame
         W, H = self.app.size
-        rect = pygame.Rect(W // 2 - 220, H // 2 - 70, 440, 140)
+        rect = pygame.Rect(W // 2 - 260, H // 2 - 130, 520, 260)
         win = UIWindow(rect, self.manager, window_display_title="Save as level",
                        resizable=False)
-        UILabel(pygame.Rect(10, 6, 400, 20), "name (letters, digits, - and _):",
-                manager=self.manager, container=win)
-        entry = UITextEntryLine(pygame.Rect(10, 30, 300, 28), manager=self.manager,
-                                container=win)
-        entry.set_text(name)
-        self.manager.set_focus_set(entry)               # the keyboard types the name
+        entries = []
+        y = 6
+        for key, text, limit in (("title", "title (shown in the window; names the file):",
+                                  TITLE_MAX),
+                                 ("description", "description (what to look at):", TEXT_MAX),
+                                 ("hint", "hint (one line on what to try):", TEXT_MAX)):
+            UILabel(pygame.Rect(10, y, 480, 20), text, manager=self.manager, container=win)
+            entry = UITextEntryLine(pygame.Rect(10, y + 20, 480, 26), manager=self.manager,
+                                    container=win)
+            entry.set_text_length_limit(limit)
+            entry.set_text(str(fields.get(key, ""))[:limit])
+            entries.append(entry)
+            y += 50
+        self.save_to = UILabel(pygame.Rect(10, y, 480, 20), "", manager=self.manager,
+                               container=win)
+        y += 24
+        ok = UIButton(pygame.Rect(300, y, 90, 28), "Save", manager=self.manager,
+                      container=win, tool_tip_text="Enter")
+        cancel = UIButton(pygame.Rect(400, y, 90, 28), "Cancel", manager=self.manager,
+                          container=win, tool_tip_text="Esc")
+        self.actions[ok] = self.dialog_save
+        self.actions[cancel] = self.close_dialog
+        self.dialog, self.entry = win, entries[0]
+        self.dialog_entries = entries
+        name = entries[0].get_text()
+        self.manager.set_focus_set(entries[0])          # the keyboard types the title
         # The suggestion selected, as a save dialog does: typing replaces it (in the
         # real window "xvfb ramp" typed after Ctrl+S was saved as my_levelxvfb_ramp).
-        entry.select_range = [0, len(name)]
-        entry.edit_position = len(name)
-        ok = UIButton(pygame.Rect(320, 30, 90, 28), "Save", manager=self.manager,
-                      container=win)
-        self.actions[ok] = self.dialog_save
-        self.dialog, self.entry = win, entry
+        entries[0].select_range = [0, len(name)]
+        entries[0].edit_position = len(name)
+
+    def close_dialog(self) -> None:
+        if self.dialog is not None:
+            self.dialog.kill()
+        self.dialog = None
+        self.save_to = None
+        self.manager.set_focus_set(None)
 
     def dialog_save(self) -> None:
-        name = self.entry.get_text()
-        self.dialog.kill()
-        self.dialog = None
-        self.app.do("save_level", name)
+        title, description, hint = (e.get_text() for e in self.dialog_entries)
+        self.close_dialog()
+        self.app.do("save_level", {"title": title, "description": description,
+                                   "hint": hint})
+
+    def _typed_key(self, event) -> bool:
+        """Enter, Esc and Tab while a text field has the keyboard: save or close the
+        dialog, or apply a property; Tab goes to the dialog's next field. True if
+        handled."""
+        if event.type != pygame.KEYDOWN:
+            return False
+        focus = [e for e in (self.manager.get_focus_set() or ()) if e in self.actions]
+        if event.key in (pygame.K_RETURN, pygame.K_KP_ENTER):
+            if self.dialog is not None:
+                self.dialog_save()
+                return True
+            if focus:
+                self.manager.set_focus_set(None)
+                self.actions[focus[0]]()
+                return True
+        if event.key == pygame.K_ESCAPE:
+            if self.dialog is not None:
+                self.close_dialog()
+            else:
+                self.manager.set_focus_set(None)
+            return True
+        if event.key == pygame.K_TAB and self.dialog is not None:
+            entries = self.dialog_entries
+            now = next((k for k, e in enumerate(entries) if e.is_focused), -1)
+            self.manager.set_focus_set(entries[(now + 1) % len(entries)])
+            return True
+        return False
 
     def confirm_replace(self, path, on_yes) -> None:
         from pygame_gui.windows import UIConfirmationDialog

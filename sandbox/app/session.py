@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ensemble import BLOWUP_FACTOR, energy_scale
-from ..replay import SessionLog
+from ..replay import SessionLog, level_after
 from ..replay import apply as apply_input
 from ..settings import SETTINGS
 from ..sim.integrators import INTEGRATORS, contrast
@@ -855,10 +855,11 @@ class Session:
 
     def _replay_input(self, ev: list) -> None:
         op, args = ev[1], ev[2:]
-        level = self.player["level"]
+        # A build-mode edit ("level") is the level later resets rebuild, too.
+        level = self.player["level"] = level_after(self.player["level"], op, args)
         self.world = apply_input(self.world, level, op, args)
         if self.ghost is not None:
-            if op == "reset":
+            if op in ("reset", "level"):
                 self._seed_ghost(self.ghost.integrator.name)
             elif op != "integrator":
                 self.ghost = apply_input(self.ghost, level, op, args)
