@@ -10,7 +10,9 @@ world is built again at its start and which later resets rebuild)), each stamped
 frame it came before. The physics is deterministic (the tests
 prove it bit for bit), so :func:`play` rebuilds the world from the level and applies the
 same inputs before the same steps, and ends in the same state: its hash is stored in
-the file and checked.
+the file and checked. What the window's graph plots
+(``["plot", quantity, axis, log]``, ``["follow", particle]``) is kept too: playback
+leaves the world as it is, the window shows the same graph.
 
 The file is JSON (``*.replay.json``), written atomically. Reading it trusts nothing:
 one size limit, one schema (pydantic: known operations with the arguments they take,
@@ -448,6 +450,22 @@ def _level(world, level, args):
     return build_world(level)
 
 
+def _plot_args(args) -> str | None:
+    from .quantities import replay_problem
+    return replay_problem(args)
+
+
+def _particle(a) -> str | None:
+    if isinstance(a, int) and not isinstance(a, bool) and 0 <= a < 10 ** 9:
+        return None
+    return f"a particle's index, got {str(a)[:40]}"
+
+
+def _unchanged(world, *_):
+    """What the window's graph shows: nothing of the world."""
+    return world
+
+
 #: Every operation a replay file may hold, by the name it is written under. The window's
 #: session records them (``SessionLog.record``), the file's check and playback read them.
 OPS: dict[str, Op] = {
@@ -466,5 +484,9 @@ OPS: dict[str, Op] = {
     "reset": Op("[integrator, iterations, substeps, h]",
                 (_one_of(_integrators, "an integrator"), _setting("iterations"),
                  _setting("substeps"), _step), _reset),
+    # What the window's graph plots (sandbox/quantities.py); the world is unchanged.
+    "plot": Op("[quantity, axis, log]", (lambda a: None,) * 3, _unchanged,
+               together=_plot_args),
+    "follow": Op("[particle]", (_particle,), _unchanged),
     "level": Op("[level as TOML]", (_level_text,), _level),
 }

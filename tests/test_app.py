@@ -314,10 +314,51 @@ def check_cycle_debug(app, b):
     assert seen == ["contacts", "boxes", "link forces", "off"]
 
 
-def check_toggle_phase(app, b):
-    before = app.show_phase
+def check_toggle_plot(app, b):
+    before = app.show_plot
     press(app, b.key, b.mods)
-    assert app.show_phase is not before
+    assert app.show_plot is not before
+    assert (app.plot_header() is None) == before         # its pickers go with it
+
+
+def check_cycle_plot(app, b):
+    """U: the graph's next quantity that applies here (the cloth has no ensemble: the
+    error against the truth is passed over); Shift+U: back."""
+    from sandbox.quantities import QUANTITIES
+    names = list(QUANTITIES)
+    assert app.session.followed is None        # a cloth: no particle stands out
+    before = app.session.plot.y
+    press(app, b.key, b.mods)                  # the particle's quantities are passed over
+    assert app.session.plot.y not in ("x", "y", "vx", "vy", "speed", "truth_error")
+    app.select(int(np.flatnonzero(app.world.particles.inv_mass > 0)[0]))
+    app.do("plot_y", before)
+    press(app, b.key, b.mods)
+    after = app.session.plot.y
+    assert after != "truth_error" and not app.session.plot.auto
+    assert (names.index(after) - names.index(before)) * b.arg % len(names) == 1
+    press(app, b.key, b.mods ^ pygame.KMOD_SHIFT)
+    assert app.session.plot.y == before
+    assert app.plot.layout.ylabel[1].startswith(QUANTITIES[before].text.split(" ")[0])
+
+
+def check_cycle_plot_x(app, b):
+    """J: against time, then each quantity; Shift+J: back."""
+    from sandbox.quantities import AXES
+    app.select(int(np.flatnonzero(app.world.particles.inv_mass > 0)[0]))
+    before = app.session.plot.x
+    press(app, b.key, b.mods)
+    after = app.session.plot.x
+    assert (AXES.index(after) - AXES.index(before)) * b.arg % len(AXES) == 1
+    press(app, b.key, b.mods ^ pygame.KMOD_SHIFT)
+    assert app.session.plot.x == before
+
+
+def check_plot_log(app, b):
+    before = app.session.plot.log
+    press(app, b.key, b.mods)
+    assert app.session.plot.log is not before and app.plot.layout.log is not before
+    press(app, b.key, b.mods)
+    assert app.session.plot.log is before
 
 
 def check_toggle_hud(app, b):
@@ -333,9 +374,13 @@ def check_toggle_hud(app, b):
 
 
 def check_phase_axis(app, b):
-    before = app.portrait.axis
+    """F: the phase portrait (vx against x); again: the other coordinate."""
+    app.do("plot_y", "kinetic")
     press(app, b.key, b.mods)
-    assert app.portrait.axis == 1 - before
+    assert (app.session.plot.y, app.session.plot.x) == ("vx", "x")
+    press(app, b.key, b.mods)
+    assert (app.session.plot.y, app.session.plot.x) == ("vy", "y")
+    assert app.plot.layout.xlabel[1] == "y (m)"
 
 
 def check_caption(app, b):

@@ -111,7 +111,7 @@ def test_a_click_on_the_panel_never_reaches_the_scene(app):
 def test_tab_hides_the_panel_and_the_view_grows(app):
     w = app.safe_area()[2]
     app.do("toggle_panel")
-    app.do("toggle_phase")
+    app.do("toggle_plot")
     assert app.safe_area()[2] == SIZE[0] > w
     app.frame(H)
     assert app._draw_error is None

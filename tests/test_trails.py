@@ -126,27 +126,25 @@ def test_a_plain_click_still_grabs_and_selects_without_a_trail(tmp_path):
     pos = app.camera.to_screen(app.world.particles.x[k])
     ev.post(ev.motion(pos), ev.button_down(pos))
     app.frame(H)
-    assert app.input.grabbed == k and app.portrait.particle == k
+    assert app.input.grabbed == k and app.session.followed == k
     ev.post(ev.button_up(pos))
     app.frame(H)
     assert app.trailed is None
 
 
-def test_the_phase_portrait_draws_before_any_frame_is_kept():
+def test_the_phase_portrait_draws_before_any_frame_is_kept(tmp_path):
     """A particle chosen for the portrait right after a new world (a reset, a level,
-    a click while paused), before a frame has been kept: the portrait draws its frame
-    and title, no 'drawing failed' (the window under Xvfb once said
+    a click while paused), before a frame has been kept: the graph draws its frame
+    and the particle's axis, no 'drawing failed' (the window under Xvfb once said
     "AttributeError: 'NoneType' object has no attribute 'column'")."""
-    import pygame
-
-    from sandbox.app.trails import PhasePortrait
-
-    pygame.font.init()
-    surf = pygame.Surface((300, 200))
-    portrait = PhasePortrait()
-    portrait.particle = 3
-    colours = {"world": (255, 200, 0), "ghost": (255, 0, 255), "dim": (90, 90, 90),
-               "text": (220, 220, 220), "frame": (60, 66, 82)}
-    portrait.draw(surf, pygame.Rect(0, 0, 300, 200), pygame.font.Font(None, 14), None,
-                  None, colours, lambda s, r: None)
-    assert portrait.series(None, None) == []
+    app = make("springs", tmp_path)
+    app.do("pause")
+    app.do("reset")
+    app.do("pause")
+    app.select(3)
+    assert app.history is None and app.session.followed == 3
+    app.frame(H)
+    assert app._draw_error is None
+    lay = app.plot.layout
+    assert lay is not None and lay.ylabel[1] in ("vx of particle 3 (m/s)",
+                                                 "vy of particle 3 (m/s)")

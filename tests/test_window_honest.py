@@ -310,6 +310,6 @@ def test_the_orbits_phase_portrait_starts_on_a_moon_not_the_sun(tmp_path):
     for _ in range(3):
         app.frame(H)
     p = app.world.particles
-    k = app.portrait.particle
+    k = app.session.followed
     assert k is not None and p.mass[k] < p.mass.max()          # not the heavy sun
     assert np.hypot(*p.v[k]) > 0.5 * np.hypot(p.v[:, 0], p.v[:, 1]).max()

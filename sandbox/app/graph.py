@@ -36,6 +36,7 @@ from .hud import (
     K_COLOUR,
     MARKER,
     PANEL,
+    TEXT,
     U_COLOUR,
     fmt,
 )
@@ -88,7 +89,38 @@ class GraphLayout:
         return rects
 
 
-class EnergyGraph:
+class _Painted:
+    """What both graphs paint with: a ring buffer's ``capacity``, rendered text kept
+    (a frame renders the same labels again) and the panel's background."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)
+        if self.capacity < 2:
+            raise ValueError(f"capacity must be at least 2, got {capacity!r}")
+        self._text: dict[tuple, pygame.Surface] = {}
+        self._bg: pygame.Surface | None = None
+
+    def _render(self, font, text: str, colour: Colour) -> pygame.Surface:
+        key = (id(font), text, colour)
+        s = self._text.get(key)
+        if s is None:
+            if len(self._text) > 512:
+                self._text.clear()
+            s = self._text[key] = font.render(text, True, colour)
+        return s
+
+    def _text_at(self, surface, font, text: str, colour: Colour, r: pygame.Rect) -> None:
+        """Text at ``r``'s top left, cut to ``r``."""
+        surface.blit(self._render(font, text, colour), r.topleft, (0, 0, r.w, r.h))
+
+    def _panel(self, surface: pygame.Surface, rect: pygame.Rect) -> None:
+        if self._bg is None or self._bg.get_size() != rect.size:
+            self._bg = pygame.Surface(rect.size, pygame.SRCALPHA)
+            self._bg.fill(PANEL)
+        surface.blit(self._bg, rect.topleft)
+
+
+class EnergyGraph(_Painted):
     """A scrolling plot of kinetic, potential and total energy and the total's drift.
 
     **Drift.** Each segment takes its reference ``E0, K0, U0`` from its first finite
@@ -114,12 +146,8 @@ class EnergyGraph:
     COLUMNS = ("kinetic", "potential", "total", "ghost")
 
     def __init__(self, capacity: int = 600) -> None:
-        self.capacity = int(capacity)
-        if self.capacity < 2:
-            raise ValueError(f"capacity must be at least 2, got {capacity!r}")
+        super().__init__(capacity)
         self.allow_percent = True
-        self._text: dict[tuple, pygame.Surface] = {}
-        self._bg: pygame.Surface | None = None
         self.clear()
 
     # --- data -----------------------------------------------------------------------
@@ -366,25 +394,6 @@ class EnergyGraph:
 
     # --- drawing --------------------------------------------------------------------
 
-    def _render(self, font, text: str, colour: Colour) -> pygame.Surface:
-        key = (id(font), text, colour)
-        s = self._text.get(key)
-        if s is None:
-            if len(self._text) > 512:
-                self._text.clear()
-            s = self._text[key] = font.render(text, True, colour)
-        return s
-
-    def _text_at(self, surface, font, text: str, colour: Colour, r: pygame.Rect) -> None:
-        """Text at ``r``'s top left, cut to ``r``."""
-        surface.blit(self._render(font, text, colour), r.topleft, (0, 0, r.w, r.h))
-
-    def _panel(self, surface: pygame.Surface, rect: pygame.Rect) -> None:
-        if self._bg is None or self._bg.get_size() != rect.size:
-            self._bg = pygame.Surface(rect.size, pygame.SRCALPHA)
-            self._bg.fill(PANEL)
-        surface.blit(self._bg, rect.topleft)
-
     def draw(self, surface: pygame.Surface, rect: pygame.Rect, fonts) -> GraphLayout:
         """Paint the graph into ``rect`` (nothing outside it); returns the layout used."""
         rect = pygame.Rect(rect)
@@ -472,6 +481,22 @@ def nice_step(raw: float) -> float:
     return 10.0 ** (k + 1)              # pragma: no cover - round-off guard
 
 
+def nice_ticks(lo: float, hi: float, want: float, least: int = 2
+               ) -> tuple[np.ndarray, float]:
+    """Ticks of ``[lo, hi]`` at a 1, 2, 5 x 10^k step giving about ``want`` of them, at
+    least ``least`` (a short plot still reads its range); ``(values, step)``."""
+    step = nice_step((hi - lo) / max(want, 1.0))
+    values = tick_values(lo, hi, step)
+    for _ in range(12):
+        if len(values) >= least or not math.isfinite(step):
+            break
+        k = math.floor(math.log10(step) + 1e-9)
+        m = round(step / 10.0 ** k)
+        step = {1: 0.5, 2: 1.0, 5: 2.0}.get(m, 1.0) * 10.0 ** k
+        values = tick_values(lo, hi, step)
+    return values, step
+
+
 def tick_values(t0: float, t1: float, step: float) -> np.ndarray:
     """The multiples of ``step`` within ``[t0, t1]``, as exact as floats allow."""
     if not (math.isfinite(step) and step > 0 and t1 >= t0):
@@ -527,3 +552,434 @@ def _polyline(surface, colour, xs, ys) -> None:
     ys = np.clip(ys[ok], -1e6, 1e6)
     pts = np.stack([xs[ok], ys], axis=1).round().astype(int).tolist()
     pygame.draw.lines(surface, colour, False, pts, 1)
+
+
+# --------------------------------------------------------------------------- any quantity
+
+#: px of the quantity graph's top row: the pickers (pygame_gui drop-downs) sit in it.
+PICKER_H = 24
+#: Samples of the newest x-y curve drawn (the phase portrait's 4 s at 60 fps).
+XY_SAMPLES = 240
+#: Least simulated time (s) the time axis spans: a new curve grows from the left.
+MIN_SPAN_S = 1.0
+#: Least plot height (px) before rows are dropped (the legend, then the y label).
+MIN_PLOT = 40
+
+
+class Curve:
+    """One curve's samples, a ring buffer of ``capacity``: simulated time ``t``, ``x``
+    and ``y``, and ``brk`` (True where a sample starts a new run: a new segment or a
+    new world, the line is not drawn across). ``seg``: how many of the newest samples
+    are of the current segment; ``ref``: its first ``(x, y)``, for relative
+    quantities."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.t = np.full(capacity, np.nan)
+        self.x = np.full(capacity, np.nan)
+        self.y = np.full(capacity, np.nan)
+        self.brk = np.zeros(capacity, bool)
+        self.head = self.count = self.seg = 0
+        self.source: int | None = None
+        self.ref = (math.nan, math.nan)
+        self._break = False
+
+    def new_segment(self) -> None:
+        self.seg = 0
+        self.ref = (math.nan, math.nan)
+        self._break = True
+
+    def add(self, t: float, x: float, y: float, source: int,
+            relative: tuple[bool, bool] = (False, False)) -> None:
+        """One sample; ``relative``: x, y as the change since the segment's first.
+        A sample from another world starts a new segment; one back in time (a loaded
+        snapshot, the ensemble run again from where it started) a new curve."""
+        if self.count:
+            last = self.t[(self.head - 1) % self.capacity]
+            if t < last:
+                self.head = self.count = 0
+                self.new_segment()
+            elif source != self.source:
+                self.new_segment()
+        self.source = source
+        rx, ry = self.ref
+        if relative[0] and not math.isfinite(rx):
+            rx = x
+        if relative[1] and not math.isfinite(ry):
+            ry = y
+        self.ref = (rx, ry)
+        i = self.head
+        self.t[i] = t
+        self.x[i] = x - rx if relative[0] else x
+        self.y[i] = y - ry if relative[1] else y
+        self.brk[i] = self._break or not self.count
+        self._break = False
+        self.head = (i + 1) % self.capacity
+        self.count = min(self.count + 1, self.capacity)
+        self.seg = min(self.seg + 1, self.count)
+
+    def ordered(self, last: int | None = None):
+        """``(t, x, y, brk)`` oldest first; ``last``: the newest samples only."""
+        n = self.count if last is None else min(self.count, last)
+        rows = (self.head - n + np.arange(n)) % self.capacity
+        return self.t[rows], self.x[rows], self.y[rows], self.brk[rows]
+
+
+@dataclass
+class PlotSpec:
+    """What the window asks the quantity graph to show this frame (the graph keeps the
+    numbers): ``title`` (the top row when no picker is there), ``ylabel`` (the y axis'
+    words, over the plot), ``xlabel`` (at the end of the x axis' row), ``log`` (|y| on a
+    log scale), ``time`` (x is simulated time), ``note`` (why nothing is plotted), each
+    curve's ``colours`` and legend ``names``, ``unit`` of y for the legend."""
+
+    title: str
+    ylabel: str
+    xlabel: str
+    log: bool = False
+    time: bool = True
+    note: str | None = None
+    colours: dict[str, Colour] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    unit: str = ""
+
+
+@dataclass
+class PlotLayout:
+    """Where everything of one frame of the quantity graph goes. ``header``: the top
+    row (pickers, or ``title`` as text); ``legend``, ``ylabel``, ``xlabel``, ``note``:
+    text ``(rect, text, colour)``; ``plot``: the curves; ``yticks``/``xticks``:
+    ``(value, px, label rect or None, label)``, log ticks valued in log10;
+    ``xrange``/``yrange``: the plot's extent in its coordinates (log10 of |y| when
+    ``log``); ``skipped``: samples a log scale cannot show (zero)."""
+
+    rect: pygame.Rect
+    header: pygame.Rect
+    title: tuple[pygame.Rect, str, Colour] | None
+    legend: list[tuple[pygame.Rect, str, Colour]]
+    ylabel: tuple[pygame.Rect, str, Colour] | None
+    plot: pygame.Rect
+    xlabel: tuple[pygame.Rect, str, Colour] | None
+    note: list[tuple[pygame.Rect, str, Colour]] = field(default_factory=list)
+    yticks: list[tuple[float, int, pygame.Rect | None, str]] = field(default_factory=list)
+    xticks: list[tuple[float, int, pygame.Rect | None, str]] = field(default_factory=list)
+    xrange: tuple[float, float] = (0.0, 1.0)
+    yrange: tuple[float, float] = (0.0, 1.0)
+    skipped: int = 0
+    log: bool = False
+    series: dict = field(default_factory=dict, repr=False)
+
+    def text_rects(self) -> list[pygame.Rect]:
+        rects = [r for r, _, _ in self.legend + self.note]
+        rects += [t[0] for t in (self.title, self.ylabel, self.xlabel) if t is not None]
+        rects += [r for _, _, r, _ in self.yticks + self.xticks if r is not None]
+        return rects
+
+
+def log_scale(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """``log10 |v|`` where ``|v|`` is finite and > 0, NaN elsewhere (a zero has no place
+    on a log scale: it is left out, not drawn at an invented floor); and how many finite
+    values were left out so."""
+    v = np.abs(np.asarray(values, float))
+    ok = np.isfinite(v) & (v > 0)
+    out = np.full(v.shape, np.nan)
+    out[ok] = np.log10(v[ok])
+    return out, int(np.count_nonzero(np.isfinite(v) & ~ok))
+
+
+def log_tick_label(k: float) -> str:
+    """The label of the decade ``10**k``: ``0.01`` .. ``1000``, else ``1e-5``."""
+    k = int(round(k))
+    if -2 <= k <= 3:
+        return f"{10.0 ** k:.{max(-k, 0)}f}"
+    return f"1e{k}"
+
+
+def value_tick_label(v: float, step: float) -> str:
+    """A linear tick's label: as many decimals as the step needs, else 3 digits."""
+    if abs(v) < 1e-12 * max(step, 1e-300):
+        v = 0.0
+    if 1e-3 <= step and max(abs(v), step) < 1e5:
+        decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+        return f"{v:.{decimals}f}"
+    return f"{v:.3g}"
+
+
+class QuantityGraph(_Painted):
+    """Any quantity against time or against another (issue 37): one curve per world
+    (the world, the ghost, each integrator of the ensemble and the truth), each a ring
+    buffer of ``capacity`` samples (:class:`Curve`), broken where the energy graph
+    starts a segment. The window says what to show with a :class:`PlotSpec`;
+    :meth:`layout` computes every rectangle and the axes (the tests read them),
+    :meth:`draw` paints only what it returns. Its ticks are the energy graph's
+    (:func:`nice_step`, :func:`tick_values`)."""
+
+    def __init__(self, capacity: int = 600) -> None:
+        super().__init__(capacity)
+        self.clear()
+
+    def clear(self) -> None:
+        """No curve and no marker (a new level, a reset, another choice)."""
+        self.curves: dict[str, Curve] = {}
+        self.marks: list[float] = []                 # simulated times of the segments
+
+    def new_segment(self, label: str = "", merge: bool = False) -> None:
+        """A setting changed (the energy graph's segments): every curve breaks there and
+        relative quantities start again from zero; a marker on the time axis."""
+        for c in self.curves.values():
+            c.new_segment()
+        t = [c.t[(c.head - 1) % c.capacity] for c in self.curves.values() if c.count]
+        if t:
+            self.marks = [m for m in self.marks if m < max(t)] + [float(max(t))]
+
+    def add_sample(self, key: str, t: float, x: float, y: float, source: int,
+                   relative: tuple[bool, bool] = (False, False)) -> None:
+        c = self.curves.get(key)
+        if c is None:
+            c = self.curves[key] = Curve(self.capacity)
+        c.add(t, x, y, source, relative)
+
+    def _series(self, spec: PlotSpec):
+        """``{curve: (t, x, y, brk, in the segment)}`` to draw: the whole buffer against
+        time, the newest ``XY_SAMPLES`` against a quantity; y as log10 |y| when log."""
+        out = {}
+        skipped = 0
+        for key, c in self.curves.items():
+            if key not in spec.colours or not c.count:
+                continue
+            t, x, y, brk = c.ordered(None if spec.time else XY_SAMPLES)
+            seg = np.zeros(len(t), bool)
+            seg[max(len(t) - c.seg, 0):] = True
+            if spec.log:
+                y, n = log_scale(y)
+                skipped += n
+            out[key] = (t, x, y, brk, seg)
+        return out, skipped
+
+    def layout(self, rect: pygame.Rect, fonts, spec: PlotSpec,
+               picker: bool = False) -> PlotLayout:
+        """Every rectangle for ``spec`` in ``rect``; ``picker``: the top row is left to
+        the pickers (else it holds ``spec.title``)."""
+        rect = pygame.Rect(rect)
+        font = fonts.small
+        line = font.get_linesize()
+        inner = rect.inflate(-2 * 6, -2 * 4)
+        header = pygame.Rect(inner.x, inner.y, inner.w, PICKER_H if picker else line)
+        series, skipped = self._series(spec)
+        rows = {"legend": line, "ylabel": line}
+        axis_h = TICK + line
+        while True:
+            fixed = header.h + 2 + sum(r + 2 for r in rows.values()) + axis_h
+            if inner.h - fixed >= MIN_PLOT or not rows:
+                break
+            del rows[next(iter(rows))]                 # the legend, then the y label
+        y = header.bottom + 2
+        title = None
+        if not picker:
+            title = (pygame.Rect(header.x, header.y, min(font.size(spec.title)[0],
+                                                         header.w), line),
+                     _ellipsize(font, spec.title, header.w), TEXT)
+        legend: list = []
+        if "legend" in rows:
+            items = [(f"{spec.names.get(k, k)} {self._latest(series[k], spec)}",
+                      spec.colours[k]) for k in series]
+            legend = _flow(font, items, pygame.Rect(inner.x, y, inner.w, line), line)
+            y += line + 2
+        ylabel = None
+        if "ylabel" in rows:
+            text = spec.ylabel + (" · log |y|" if spec.log else "")
+            if spec.log and skipped:
+                text += f" · {skipped} zero{'s' if skipped != 1 else ''} not shown"
+            text = _ellipsize(font, text, inner.w)
+            ylabel = (pygame.Rect(inner.x, y, font.size(text)[0], line), text, DIM)
+            y += line + 2
+        plot_h = max(inner.bottom - axis_h - y, 2)
+        # The y ticks' labels in a column at the left of the plot, as wide as they are.
+        probe = pygame.Rect(inner.x, y, inner.w, plot_h)
+        ylo, yhi, yvals, ystep = self._yaxis(series, spec, probe.h, line)
+        ylabels = [log_tick_label(v) if spec.log else value_tick_label(v, ystep)
+                   for v in yvals]
+        col = max((font.size(s)[0] for s in ylabels), default=0) + GAP
+        plot = pygame.Rect(inner.x + col, y, max(inner.w - col, 2), plot_h)
+        out = PlotLayout(rect, header, title, legend, ylabel, plot, None,
+                         yrange=(ylo, yhi), skipped=skipped, log=spec.log, series=series)
+        for v, s in zip(yvals, ylabels, strict=True):
+            py = int(round(float(_ys(np.array([v]), ylo, yhi, plot)[0])))
+            w = font.size(s)[0]
+            r = pygame.Rect(plot.x - GAP - w, py - line // 2, w, line)
+            r.clamp_ip(pygame.Rect(inner.x, plot.y, col, plot.h))
+            free = not any(r.inflate(0, 2).colliderect(o) for _, _, o, _ in out.yticks if o)
+            out.yticks.append((v, py, r if free else None, s))
+        axis = pygame.Rect(inner.x, plot.bottom, inner.w, axis_h)
+        xtext = _ellipsize(font, spec.xlabel, inner.w // 2)
+        xw = font.size(xtext)[0]
+        out.xlabel = (pygame.Rect(axis.right - xw, axis.y + TICK, xw, line), xtext, DIM)
+        out.xrange = self._xaxis(series, spec)
+        self._place_xticks(font, axis, plot, out, spec)
+        if spec.note is not None:
+            lines = wrap_words(font, spec.note, plot.w - 8)
+            top = plot.centery - len(lines) * line // 2
+            out.note = [(pygame.Rect(plot.x + 4, top + k * line, font.size(s)[0], line), s,
+                         DIM) for k, s in enumerate(lines)]
+        return out
+
+    @staticmethod
+    def _latest(s, spec: PlotSpec) -> str:
+        y = s[2][-1] if len(s[2]) else math.nan
+        if spec.log:
+            return "—" if not math.isfinite(y) else f"{10.0 ** y:.3g}"
+        return fmt(float(y), spec.unit)
+
+    def _yaxis(self, series, spec: PlotSpec, height: int, line: int):
+        """``(lo, hi, tick values, step)`` of the y axis: the current segment's samples
+        (all of them before it has any), padded; decades on a log scale."""
+        ys = [s[2][s[4]] for s in series.values()]
+        y = np.concatenate(ys) if ys else np.zeros(0)
+        y = y[np.isfinite(y)]
+        if not y.size:
+            y = np.concatenate([s[2] for s in series.values()]) if series else np.zeros(0)
+            y = y[np.isfinite(y)]
+        want = max(height / (1.8 * line), 1.0)
+        if spec.log:
+            lo, hi = (math.floor(float(y.min())), math.ceil(float(y.max()))) if y.size \
+                else (-3, 0)
+            if hi <= lo:
+                hi = lo + 1
+            step = max(nice_step((hi - lo) / want), 1.0)      # whole decades
+            return float(lo), float(hi), tick_values(lo, hi, step), step
+        lo, hi = (float(y.min()), float(y.max())) if y.size else (0.0, 1.0)
+        if hi - lo < 1e-9 * max(abs(hi), abs(lo), 1e-12):
+            lo, hi = lo - 0.5 * max(abs(lo), 1e-9), hi + 0.5 * max(abs(hi), 1e-9)
+        pad = 0.08 * (hi - lo)
+        lo, hi = lo - pad, hi + pad
+        values, step = nice_ticks(lo, hi, want)
+        return lo, hi, values, step
+
+    @staticmethod
+    def _xaxis(series, spec: PlotSpec) -> tuple[float, float]:
+        xs = [s[0] if spec.time else s[1] for s in series.values()]
+        x = np.concatenate(xs) if xs else np.zeros(0)
+        x = x[np.isfinite(x)]
+        if not x.size:
+            return (0.0, MIN_SPAN_S) if spec.time else (0.0, 1.0)
+        lo, hi = float(x.min()), float(x.max())
+        if spec.time:
+            return lo, max(hi, lo + MIN_SPAN_S)
+        if hi - lo < 1e-9 * max(abs(hi), abs(lo), 1e-12):
+            lo, hi = lo - 0.5 * max(abs(lo), 1e-9), hi + 0.5 * max(abs(hi), 1e-9)
+        pad = 0.05 * (hi - lo)
+        return lo - pad, hi + pad
+
+    def _place_xticks(self, font, axis: pygame.Rect, plot: pygame.Rect, out: PlotLayout,
+                      spec: PlotSpec) -> None:
+        lo, hi = out.xrange
+        label_w = max(font.size(value_tick_label(v, (hi - lo) / 4))[0] for v in (lo, hi))
+        if spec.time:
+            label_w = max(font.size(_tick_label(v, 0.001))[0] for v in (lo, hi))
+        values, step = nice_ticks(lo, hi, plot.w / (label_w + 3 * GAP))
+        taken = [out.xlabel[0]] if out.xlabel is not None else []
+        for v in values.tolist():
+            x = int(round(_xs(np.array([v]), lo, hi, plot)[0]))
+            text = _tick_label(v, step) if spec.time else value_tick_label(v, step)
+            w = font.size(text)[0]
+            left = min(max(x - w // 2, axis.x), axis.right - w)
+            r = pygame.Rect(left, axis.y + TICK, w, axis.h - TICK)
+            free = not any(r.inflate(2 * GAP, 0).colliderect(p) for p in taken)
+            if free:
+                taken.append(r)
+            out.xticks.append((v, x, r if free else None, text))
+
+    # --- drawing --------------------------------------------------------------------
+
+    def draw(self, surface: pygame.Surface, rect: pygame.Rect, fonts, spec: PlotSpec,
+             picker: bool = False) -> PlotLayout:
+        """Paint the graph for ``spec`` into ``rect`` (nothing outside it); returns the
+        layout used."""
+        rect = pygame.Rect(rect)
+        old_clip = surface.get_clip()
+        panel_clip = rect.clip(old_clip)
+        surface.set_clip(panel_clip)
+        try:
+            lay = self.layout(rect, fonts, spec, picker)
+            self._panel(surface, rect)
+            self._paint(surface, lay, spec, fonts.small, panel_clip)
+        finally:
+            surface.set_clip(old_clip)
+        return lay
+
+    def _paint(self, surface, lay: PlotLayout, spec: PlotSpec, font,
+               panel_clip: pygame.Rect) -> None:
+        texts = list(lay.legend) + lay.note
+        texts += [t for t in (lay.title, lay.ylabel, lay.xlabel) if t is not None]
+        for r, text, colour in texts:
+            self._text_at(surface, font, text, colour, r)
+        plot = lay.plot
+        pygame.draw.rect(surface, FRAME, plot, 1)
+        for _, py, r, text in lay.yticks:
+            pygame.draw.line(surface, AXIS, (plot.x - TICK, py), (plot.x - 1, py))
+            if r is not None:
+                self._text_at(surface, font, text, DIM, r)
+        for _, px, r, text in lay.xticks:
+            pygame.draw.line(surface, AXIS, (px, plot.bottom), (px, plot.bottom + TICK - 1))
+            if r is not None:
+                self._text_at(surface, font, text, DIM, r)
+        if spec.note is not None:
+            return
+        series = lay.series
+        (xlo, xhi), (ylo, yhi) = lay.xrange, lay.yrange
+        surface.set_clip(plot.clip(panel_clip))
+        try:
+            if not spec.log and ylo < 0 < yhi:
+                y0 = int(round(float(_ys(np.array([0.0]), ylo, yhi, plot)[0])))
+                pygame.draw.line(surface, ZERO, (plot.x, y0), (plot.right, y0))
+            if not spec.time and xlo < 0 < xhi:
+                x0 = int(round(float(_xs(np.array([0.0]), xlo, xhi, plot)[0])))
+                pygame.draw.line(surface, ZERO, (x0, plot.y), (x0, plot.bottom))
+            if spec.time:
+                for m in self.marks:
+                    if xlo <= m <= xhi:
+                        mx = int(round(float(_xs(np.array([m]), xlo, xhi, plot)[0])))
+                        pygame.draw.line(surface, MARKER, (mx, plot.y), (mx, plot.bottom))
+            for key, (t, x, y, brk, _) in series.items():
+                sx = _xs(t if spec.time else x, xlo, xhi, plot)
+                sy = _ys(y, ylo, yhi, plot)
+                _runs(surface, spec.colours[key], sx, sy, brk)
+                if not spec.time:             # where it is now, as the portrait showed
+                    if np.isfinite(sx[-1]) and np.isfinite(sy[-1]):
+                        pygame.draw.circle(surface, spec.colours[key],
+                                           (int(sx[-1]), int(np.clip(sy[-1], -1e5, 1e5))), 3)
+        finally:
+            surface.set_clip(panel_clip)
+
+
+def wrap_words(font, text: str, width: int) -> list[str]:
+    """``text`` in lines no wider than ``width`` px, broken at spaces."""
+    out: list[str] = []
+    line = ""
+    for word in text.split():
+        trial = f"{line} {word}" if line else word
+        if line and font.size(trial)[0] > width:
+            out.append(line)
+            line = word
+        else:
+            line = trial
+    return out + ([line] if line else [])
+
+
+def _xs(values: np.ndarray, lo: float, hi: float, rect: pygame.Rect) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return rect.x + (np.asarray(values, float) - lo) / (hi - lo) * (rect.w - 1)
+
+
+def _runs(surface, colour, xs: np.ndarray, ys: np.ndarray, brk: np.ndarray) -> None:
+    """The polyline through the finite points, broken at a non-finite one (a zero on a
+    log scale) and where ``brk`` starts a new run."""
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    start = brk | ~np.concatenate([[False], ok[:-1]])     # a run starts after a gap
+    run_id = np.cumsum(start)
+    for r in np.unique(run_id[ok]):
+        sel = ok & (run_id == r)
+        if np.count_nonzero(sel) < 2:
+            continue
+        pts = np.stack([np.clip(xs[sel], -1e5, 1e5), np.clip(ys[sel], -1e5, 1e5)], axis=1)
+        pygame.draw.lines(surface, colour, False, pts.round().astype(int).tolist(), 1)

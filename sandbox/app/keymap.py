@@ -103,8 +103,16 @@ KEYMAP: list[Binding] = [
     Binding(K.K_l, SHIFT, "trail_length", "trails' length: 1, 3 or 10 s", arg=1),
     Binding(K.K_x, NONE, "cycle_debug", "debug draw: contacts, bounding boxes, link forces "
             "or off (the message says which)", arg=1),
-    Binding(K.K_f, NONE, "phase_axis", "phase portrait: x or y"),
-    Binding(K.K_f, SHIFT, "toggle_phase", "phase portrait on / off"),
+    Binding(K.K_f, NONE, "phase_axis", "graph: the phase portrait, vx against x (again: vy "
+            "against y)"),
+    Binding(K.K_f, SHIFT, "toggle_plot", "graph under the panel on / off"),
+    Binding(K.K_u, NONE, "cycle_plot", "graph: next quantity (energies, the particle's "
+            "motion, strain, errors, frame dt)", arg=+1),
+    Binding(K.K_u, SHIFT, "cycle_plot", "graph: previous quantity", arg=-1),
+    Binding(K.K_j, NONE, "cycle_plot_x", "graph: against time or the next quantity",
+            arg=+1),
+    Binding(K.K_j, SHIFT, "cycle_plot_x", "graph: against the previous one", arg=-1),
+    Binding(K.K_u, ALT, "plot_log", "graph: log scale of |y| on / off"),
     Binding(K.K_v, NONE, "toggle_hud", "HUD: every number / the short one"),
     Binding(K.K_h, SHIFT, "caption", "show the level's caption again"),
     Binding(K.K_c, NONE, "record", "record a clip (MP4) / stop", arg="mp4"),
@@ -153,7 +161,7 @@ del K
 #: Mouse gestures, for the help overlay (handled by the app's mouse handlers).
 MOUSE_HELP: list[tuple[str, str]] = [
     ("Left drag", "hold the nearest particle on a spring (a flick throws it);"
-                  " a click selects it for the phase portrait"),
+                  " a click selects it for the graph"),
     ("Shift+Left drag", "cut every link the path crosses"),
     ("Ctrl+Left click", "a trail for the nearest particle, or none (L: all on / off)"),
     ("Right click", "pin / unpin the nearest particle"),

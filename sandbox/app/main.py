@@ -55,7 +55,6 @@ from .hud import (
     Overlay,
     columns_block,
     fit_line,
-    panel,
     strain_legend,
     strain_legend_size,
     text_block,
@@ -64,6 +63,8 @@ from .hud import PANEL as PANEL_RGBA
 from .input import Input
 from .panel import WIDTH as PANEL_WIDTH
 from .panel import ControlPanel
+from .plot import Plot
+from .plot import header_rect as plot_header_rect
 from .record import MODULES as CLIP_MODULES
 from .record import ClipRecorder
 from .render import BACKGROUND, WorldRenderer
@@ -79,7 +80,6 @@ from .trails import (
     DEFAULT_SECONDS,
     SECONDS,
     History,
-    PhasePortrait,
     default_trails,
     draw_trails,
 )
@@ -104,7 +104,7 @@ HUD_PAD = 8                             # px inside the HUD's panel
 HUD_GAP = 28                            # px between its two columns
 GRAPH_WIDTH = (PANEL_WIDTH, 552)        # px: the energy graph's least and most width
 GRAPH_HEIGHT = (150, 180)               # px: its least and most height (1/4 of the window)
-PORTRAIT_HEIGHT = (120, 260)            # px: the phase portrait under the panel
+PLOT_HEIGHT = (120, 260)                # px: the graph of any quantity under the panel
 
 
 def ensemble_colour(name: str) -> tuple[int, int, int]:
@@ -180,8 +180,8 @@ class App:
         self.show_full_hud = False       # V: every number; the first screen is compact
         self._hud_height = 0             # px of the HUD's panel, as last laid out
         self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
-        self.show_phase = True
-        self.portrait = PhasePortrait()
+        self.show_plot = True             # Shift+F: the graph under the panel
+        self.plot = Plot(self)
         self.history: History | None = None
         self.ghost_history: History | None = None
         self.panel: ControlPanel | None = None
@@ -224,7 +224,10 @@ class App:
             "ghost_off": lambda: s.set_ghost(None),
             "toggle_panel": self.toggle_panel, "toggle_trails": self.toggle_trails,
             "toggle_hud": self.toggle_hud, "toggle_ensemble": s.toggle_ensemble,
-            "toggle_phase": self.toggle_phase, "phase_axis": self.phase_axis,
+            "toggle_plot": self.toggle_plot, "phase_axis": self.plot.phase_axis,
+            "cycle_plot": self.plot.cycle, "cycle_plot_x": self.plot.cycle_x,
+            "plot_y": self.plot.set_y, "plot_x": self.plot.set_x,
+            "plot_log": self.plot.toggle_log,
             "caption": self.caption, "select": self.select, "record": self.record,
             "toggle_trail": self.toggle_trail, "trail_length": self.trail_length,
             "cycle_debug": self.cycle_debug,
@@ -270,6 +273,7 @@ class App:
         the ledger of where energy goes starts again with the graph's drift. ``merge``:
         a value dragged through (``EnergyGraph.new_segment``)."""
         self.graph.new_segment(label, merge)
+        self.plot.new_segment(label)
         if self.world.ledger is not None:
             self.world.track_energy()
 
@@ -277,7 +281,7 @@ class App:
         """A new or reset world: the graph and the trails start again."""
         self.graph.clear()
         self.history = self.ghost_history = None
-        self.portrait.particle = None
+        self.plot.clear()
         self.trailed = None                   # another world: the level's marks again
 
     def _scene_loaded(self) -> None:
@@ -416,6 +420,7 @@ class App:
             self.graph.add(self.world.t, e["kinetic"], e["potential"], e["total"],
                            ghost_total)
             self._record_history()
+            self.plot.sample(e)
         self._smooth("physics", t1 - t0)
         self._smooth("energy", time.perf_counter() - t1)
         self._weigh_ledger(t1 - t0, bool(stepped))
@@ -426,7 +431,7 @@ class App:
         p = s.world.particles
         marks = default_trails(p.mass, p.radius, p.inv_mass > 0)
         idx = np.array(sorted(self._trail_set(p.n) | {int(k) for k in marks}), np.int64)
-        k = self.portrait.particle
+        k = s.followed
         if k is not None and k < p.n and k not in idx:
             idx = np.append(idx, k)
         if self.history is None or not np.array_equal(self.history.idx, idx):
@@ -441,11 +446,12 @@ class App:
                 self.ghost_history = History(idx)
                 self._ghost_seen = s.ghost
             self.ghost_history.add(g.x, g.v, s.ghost.t)
-        if self.portrait.particle is None and len(idx):
-            # The fastest of them: the orbit's portrait started on the sun, which
-            # hardly moves (ties, a level at rest: the first).
+        if s.followed is None and len(idx):
+            # The graph follows the fastest of them: the orbit's phase portrait started
+            # on the sun, which hardly moves (ties, a level at rest: the first). Not a
+            # choice (not recorded): a replay chooses the same.
             speed = np.hypot(p.v[idx, 0], p.v[idx, 1])
-            self.portrait.particle = int(idx[int(np.argmax(speed))])
+            s.followed = int(idx[int(np.argmax(speed))])
 
     _ghost_seen = None
 
@@ -602,9 +608,9 @@ class App:
             cap = f" (the level's own: at most {DEFAULT_SECONDS:g} s; Ctrl+click a particle)"
         self.message(f"trails: {self.trail_seconds:g} s{cap}")
 
-    def toggle_phase(self) -> None:
-        self.show_phase = not self.show_phase
-        self._place_panel()                 # the panel may take the portrait's place
+    def toggle_plot(self) -> None:
+        self.show_plot = not self.show_plot
+        self._place_panel()                 # the panel may take the graph's place
         self.reset_view()
 
     def toggle_hud(self) -> None:
@@ -617,14 +623,10 @@ class App:
         if self.safe_area() != before:
             self.reset_view()
 
-    def phase_axis(self) -> None:
-        self.portrait.auto = False
-        self.portrait.axis = 1 - self.portrait.axis
-
     def select(self, k: int | None) -> None:
-        """The particle the phase portrait follows (Ctrl+click gives it a trail)."""
+        """The particle the graph follows (Ctrl+click gives it a trail)."""
         if k is not None and 0 <= k < self.world.n:
-            self.portrait.particle = int(k)
+            self.session.follow(int(k))
             self.history = None                       # re-chosen with it next frame
 
     def pan(self, frac) -> None:
@@ -661,31 +663,36 @@ class App:
         return max(self.size[0] - 16 - 8 - GRAPH_WIDTH[0], 160)
 
     def _right_column(self) -> bool:
-        """The control panel and the phase portrait share a column at the right."""
-        return (self.show_panel or self.show_phase) and self.size[0] >= 2 * PANEL_WIDTH + 200
+        """The control panel and the graph share a column at the right."""
+        return (self.show_panel or self.show_plot) and self.size[0] >= 2 * PANEL_WIDTH + 200
 
     def _column_rects(self) -> tuple[pygame.Rect | None, pygame.Rect | None]:
-        """``(panel, portrait)`` rects in the right column under the graph (None: not
-        shown). The panel may take what the portrait's least height leaves (``panel``'s
+        """``(panel, plot)`` rects in the right column under the energy graph (None: not
+        shown). The panel may take what the plot's least height leaves (``panel``'s
         height; it takes its rows' height at most and scrolls when that is more); the
-        portrait the rest under it."""
+        graph of any quantity the rest under it."""
         if not self._right_column():
             return None, None
         x = self.size[0] - PANEL_WIDTH - 8
         y = 8 + self.graph_height() + 8
         bottom = self.size[1] - 8
-        lo, hi = PORTRAIT_HEIGHT
+        lo, hi = PLOT_HEIGHT
         panel_rect = None
         if self.show_panel:
-            room = max(bottom - y - (lo + 8 if self.show_phase else 0), 3 * 28)
+            room = max(bottom - y - (lo + 8 if self.show_plot else 0), 3 * 28)
             rows = ControlPanel.BUILD_HEIGHT if self.editor is not None else \
                 ControlPanel.HEIGHT
             panel_rect = pygame.Rect(x, y, PANEL_WIDTH, room)
             y += min(rows, room) + 8
-        portrait = None
-        if self.show_phase and bottom - y >= lo:
-            portrait = pygame.Rect(x, y, PANEL_WIDTH, min(bottom - y, hi))
-        return panel_rect, portrait
+        plot = None
+        if self.show_plot and bottom - y >= lo:
+            plot = pygame.Rect(x, y, PANEL_WIDTH, min(bottom - y, hi))
+        return panel_rect, plot
+
+    def plot_header(self) -> pygame.Rect | None:
+        """Where the graph's pickers go (its top row), None while it is not shown."""
+        _, plot = self._column_rects()
+        return None if plot is None else plot_header_rect(plot)
 
     def _place_panel(self) -> None:
         rect, _ = self._column_rects()
@@ -1105,11 +1112,11 @@ class App:
         if self.session.ensemble is not None:
             self._draw_ensemble_legend(surf)
         self.overlay.messages(surf, *self._messages_args())
-        panel_rect, portrait = self._column_rects()
-        if portrait is not None:
-            self.portrait.draw(surf, portrait, f.small, self.history, self.ghost_history,
-                               {"world": TRAIL_COLOUR, "ghost": GHOST_COLOUR, "dim": DIM,
-                                "text": TEXT, "frame": (60, 66, 82)}, panel)
+        panel_rect, plot = self._column_rects()
+        if plot is not None:
+            pickers = self.show_panel and self.panel is not None and \
+                self.panel.plot_picker is not None
+            self.plot.draw(surf, plot, pickers)
         if self.show_panel and self.panel is not None and panel_rect is not None:
             self.panel.update(self.last_dt if math.isfinite(self.last_dt) else 0.0)
             self.panel.draw(surf)

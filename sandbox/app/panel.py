@@ -101,6 +101,7 @@ class ControlPanel:
         self._shown = {}
         self.dialog = None
         self.save_to = None
+        self.plot_picker: pygame.Rect | None = None       # the graph's top row, if there
         if self.app.editor is not None:
             self._build_tools()
         else:
@@ -220,6 +221,7 @@ class ControlPanel:
         self.actions[self.level] = lambda text: (
             None if text.startswith("(") else self.app.do("set_level", text))
         self.content_height = y + 28 + 4
+        self._build_plot_picker()
         self.sync(force=True)
 
     def _menu(self, attr: str, options: list[str], selected: str, rect: pygame.Rect,
@@ -227,11 +229,57 @@ class ControlPanel:
         """A drop-down ``self.<attr>`` with ``action(text)``, kept so that a new selection
         (a hotkey changed the integrator, G started a ghost) replaces this one widget
         (~2 ms) instead of rebuilding the panel (45 ms: the frame G was pressed in)."""
-        menu = UIDropDownMenu(options, selected, rect, manager=self.manager,
-                              container=self.content, **kw)
+        kw = {"container": self.content, **kw}
+        menu = UIDropDownMenu(options, selected, rect, manager=self.manager, **kw)
         setattr(self, attr, menu)
         self.actions[menu] = action
         self._menus[attr] = (options, rect, action, kw)
+
+    #: px of the graph's pickers' row: its key labels, the log button, the gaps.
+    PICK_KEY, PICK_LOG, PICK_GAP = 12, 40, 4
+
+    def _build_plot_picker(self) -> None:
+        """The graph's pickers, in its top row under the panel (the panel has no row to
+        spare at 1280 x 800): the quantity (U, Shift+U), what it is plotted against (J,
+        time first) and the scale of |y| (Alt+U). Drop-downs of the window, not of the
+        panel's rows: they do not scroll with them."""
+        from ..quantities import AXES, QUANTITIES, TIME
+        self.plot_picker = rect = self.app.plot_header()
+        if rect is None:
+            return
+        k, lw, gap = self.PICK_KEY, self.PICK_LOG, self.PICK_GAP
+        room = rect.w - 2 * k - lw - 3 * gap
+        xw = room * 9 // 20
+        yw = room - xw
+        names = list(QUANTITIES)
+        ys = [QUANTITIES[n].label for n in names]
+        xs = [TIME, *ys]
+        up = pygame_gui.core.ObjectID(class_id="@up_menu")
+        key = pygame_gui.core.ObjectID(object_id="#label")
+        x = rect.x
+        UILabel(pygame.Rect(x, rect.y, k, rect.h), "U", manager=self.manager, object_id=key)
+        x += k
+        self._menu("plot_y", ys, ys[0], pygame.Rect(x, rect.y, yw, rect.h),
+                   lambda text: self.app.do("plot_y", names[ys.index(text)]),
+                   container=None, object_id=up)
+        x += yw + gap
+        UILabel(pygame.Rect(x, rect.y, k, rect.h), "J", manager=self.manager, object_id=key)
+        x += k
+        self._menu("plot_x", xs, xs[0], pygame.Rect(x, rect.y, xw, rect.h),
+                   lambda text: self.app.do("plot_x", AXES[xs.index(text)]),
+                   container=None, object_id=up)
+        x += xw + gap
+        self.plot_log = UIButton(pygame.Rect(x, rect.y, rect.right - x, rect.h), "lin",
+                                 manager=self.manager, tool_tip_text="Alt+U: a log scale "
+                                 "of |y| (zeros left out) or a linear one")
+        self.actions[self.plot_log] = lambda: self.app.do("plot_log")
+
+    def _plot_state(self) -> dict[str, str]:
+        """The pickers' texts for the session's graph choice."""
+        from ..quantities import QUANTITIES, TIME
+        c = self.app.session.plot
+        return {"plot_y": QUANTITIES[c.y].label,
+                "plot_x": QUANTITIES[c.x].label if c.x in QUANTITIES else TIME}
 
     def _show_choice(self, attr: str, text: str) -> None:
         """``self.<attr>`` showing ``text`` selected (a new widget in the old one's place)."""
@@ -287,7 +335,8 @@ class ControlPanel:
 
     def place(self, rect: pygame.Rect) -> None:
         """Move the panel (a resize, or the graph's height changed)."""
-        if pygame.Rect(rect) != self.rect or self.manager.window_resolution != self.app.size:
+        if pygame.Rect(rect) != self.rect or self.manager.window_resolution != self.app.size \
+                or (self.mode == "controls" and self.plot_picker != self.app.plot_header()):
             self.rect = pygame.Rect(rect)
             self.build()
 
@@ -334,6 +383,11 @@ class ControlPanel:
         state = {"integrator": integrator_option(s.integrator), "timestep": s.timestep,
                  "constraints": s.world.config.constraint_method,
                  "ghost": self._ghost_option(), "level": self._level_name()}
+        if self.plot_picker is not None:
+            state.update(self._plot_state())
+            log = "log" if s.plot.log else "lin"
+            if self.plot_log.text != log:
+                self.plot_log.set_text(log)
         from ..sim.lagrange import CONSTRAINT_METHODS
         texts = {"constraints": lambda m: CONSTRAINT_METHODS[m].label}
         for key, want in state.items():
@@ -416,7 +470,8 @@ class ControlPanel:
         if self.scroller is None:
             return
         view = self.view_rect()
-        menus = [getattr(self, attr) for attr in self._menus]
+        menus = [getattr(self, attr) for attr, made in self._menus.items()
+                 if made[3]["container"] is self.content]      # not the graph's pickers
         if self.mode == "controls":
             menus.append(self.level)
         for menu in menus:

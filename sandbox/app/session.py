@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..ensemble import BLOWUP_FACTOR, energy_scale
+from ..quantities import DEFAULT as PLOT_DEFAULT
+from ..quantities import Choice
 from ..replay import SessionLog, level_after
 from ..replay import apply as apply_input
 from ..settings import SETTINGS
@@ -191,6 +193,10 @@ class Session:
         self.ensemble_prev: tuple[float, dict[str, float]] | None = None
         self.ensemble_ms = 0.0          # its steps' time in the last frame
         self._ensemble_slow = 0
+        #: What the graph plots (quantities.Choice) and the particle it follows (None:
+        #: not chosen yet): a replay shows the same (``plot`` and ``follow`` events).
+        self.plot: Choice = PLOT_DEFAULT
+        self.followed: int | None = None
         self.load_scene(scene)
 
     def message(self, text: str, error: bool = False) -> None:
@@ -204,6 +210,9 @@ class Session:
         scene.first_world = None                     # a reset builds a fresh one
         self.scene = scene
         self.log = SessionLog(scene.title, scene.level_text)
+        if not self.plot.auto:                   # chosen before: the replay shows it too
+            self.log.record("plot", *self.plot.args())
+        self.followed = None
         self.h = None
         self.timestep = scene.timestep
         self.trace = StepTrace()
@@ -601,6 +610,7 @@ class Session:
         if self.timestep != "replay":
             self.trace = StepTrace()
         self.policy = self._make_policy(self.timestep)
+        self.followed = None
         self.on_clear()
         self._set_world(world)
         self.paused = False
@@ -855,6 +865,12 @@ class Session:
 
     def _replay_input(self, ev: list) -> None:
         op, args = ev[1], ev[2:]
+        if op == "plot":                          # what the graph shows, not the world
+            self.plot = Choice(args[0], args[1], bool(args[2]), auto=False)
+            return
+        if op == "follow":
+            self.followed = int(args[0]) if args[0] < self.world.n else self.followed
+            return
         # A build-mode edit ("level") is the level later resets rebuild, too.
         level = self.player["level"] = level_after(self.player["level"], op, args)
         self.world = apply_input(self.world, level, op, args)
@@ -863,6 +879,22 @@ class Session:
                 self._seed_ghost(self.ghost.integrator.name)
             elif op != "integrator":
                 self.ghost = apply_input(self.ghost, level, op, args)
+
+    # --- the graph ----------------------------------------------------------------------
+
+    def set_plot(self, choice: Choice) -> None:
+        """The graph plots ``choice``; recorded as ``["plot", y, x, log]``."""
+        if choice == self.plot:
+            return
+        self.plot = choice
+        self.log.record("plot", *choice.args())
+
+    def follow(self, k: int | None) -> None:
+        """The graph follows particle ``k`` (a click); recorded as ``["follow", k]``."""
+        if k is None or not 0 <= k < self.world.n or k == self.followed:
+            return
+        self.followed = int(k)
+        self.log.record("follow", self.followed)
 
     # --- files ----------------------------------------------------------------------
 
