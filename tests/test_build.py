@@ -446,6 +446,13 @@ def test_the_panel_edits_the_selections_properties_within_the_schemas_limits(bui
     app.frame(H)
     fields = app.panel.fields
     assert list(fields) == ["mass", "radius"]
+    # Each row on its own line: the labels were all drawn on the first row's.
+    from pygame_gui.elements import UILabel, UITextEntryLine
+    rows = [e.get_abs_rect() for e in app.panel.manager.get_sprite_group().sprites()
+            if isinstance(e, (UILabel, UITextEntryLine)) and e.get_abs_rect().y >
+            app.panel.tool.get_abs_rect().bottom and e.visible]
+    assert len(rows) >= 5
+    assert not any(a.colliderect(b) for k, a in enumerate(rows) for b in rows[k + 1:])
     assert fields["mass"].get_text() == "0.1"
     type_into(app, fields["mass"], "2.5")
     assert ed.table["bodies"][1]["mass"] == 2.5 and app.world.particles.mass[1] == 2.5
@@ -455,6 +462,7 @@ def test_the_panel_edits_the_selections_properties_within_the_schemas_limits(bui
     text, _, error = app.messages[-1]
     assert error and text.startswith("mass not changed") and ">= 1e-06" in text
     assert ed.table is table and app.running
+    assert "bodies[" not in text and app.panel.fields["mass"].get_text() == "2.5"
     # A shape: its restitution and friction; a link: its compliance.
     right_click(app, (1.5, -0.75))
     app.frame(H)

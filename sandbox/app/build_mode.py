@@ -176,8 +176,8 @@ class BuildMode:
     def _said_selection(self) -> None:
         ed = self._need_editor()
         if ed.selection:
-            self.app.message(f"selected {ed.describe()}: drag it to move it, Del deletes "
-                             "it, the panel edits it; Esc clears")
+            self.app.message(f"selected {ed.describe()}: drag to move, Del deletes, the "
+                             "panel edits; Esc clears")
 
     def build_select(self, arg) -> None:
         """``(x, y, radius, add)``: select what is nearest the point (m) within
@@ -215,15 +215,25 @@ class BuildMode:
     def build_set(self, arg) -> None:
         """``(field, text)``: a property of the selection as typed in the panel (mass,
         stiffness, restitution...), checked against the level schema's limits."""
+        from ..levels import LevelError
+        from .editor import PROPERTIES
         key, text = arg
         ed = self._need_editor()
         label = key.replace("_", " ")
 
         def change():
-            ed.set_field(key, parse_value(key, text))
+            try:
+                ed.set_field(key, parse_value(key, text))
+            except LevelError as e:      # the schema's sentence on the field, unnamed
+                lines = str(e).splitlines()
+                said = re.sub(r"^(the built level: )?(bodies|shapes)\[\d+\]\.\w+: ", "",
+                              " ".join(lines[1:] or lines))
+                raise ValueError(said) from None
         before = ed.table
         if self._edit(change, f"{label} not changed") and ed.table is not before:
-            shown = str(text).strip() or "the world's default"
+            unit = next((u for k, _, u in PROPERTIES if k == key), "")
+            shown = f"{str(text).strip()} {unit}".strip() if str(text).strip() else \
+                "the world's default"
             self.app.message(f"{label} of {ed.describe()}: {shown}")
 
     def set_tool(self, name: str) -> None:

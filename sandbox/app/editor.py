@@ -387,7 +387,9 @@ def new_level_table(source: dict | None = None, world: dict | None = None) -> di
     bounds = w.get("bounds")
     if bounds:
         x0, y0, x1, y1 = bounds
-        view = {"center": [(x0 + x1) / 2, (y0 + y1) / 2], "width": float(x1 - x0) * 1.05}
+        # The whole room in a window about 1.6 times as wide as it is high.
+        view = {"center": [(x0 + x1) / 2, (y0 + y1) / 2],
+                "width": float(max(x1 - x0, (y1 - y0) * 1.6)) * 1.05}
     return {"name": "", "description": "", "world": w, "view": view,
             "bodies": [], "shapes": []}
 

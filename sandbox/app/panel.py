@@ -528,7 +528,7 @@ class ControlPanel:
         top = y
         self._shown["selection"] = self._selection_key()
         if ed.selection:
-            self._build_selection(label, y, w, width)
+            self._build_selection(y, w, width)
         else:
             for key, text, lo_hi, to_pos, _ in self.PROPS:
                 label(text, width=w - 84)
@@ -578,7 +578,7 @@ class ControlPanel:
             return ()
         return (tuple(ed.selection), repr(ed.spec(ed.selection[-1])))
 
-    def _build_selection(self, label, y: int, w: int, width: int) -> None:
+    def _build_selection(self, y: int, w: int, width: int) -> None:
         """The selection's properties: a text field each (Enter applies it; the level
         schema's limits refuse a value with a message), and its pinned / shear switch."""
         from pygame_gui.elements import UITextEntryLine
@@ -588,6 +588,10 @@ class ControlPanel:
         ed = self.app.editor
         primary = ed.spec(ed.selection[-1])
         many = len(ed.selection)
+
+        def label(text, width=w, obj="#label", h=20):
+            return self._label(text, pygame.Rect(8, y, width, h), obj)
+
         what = primary.get("type", "item")
         head = f"selected: {what}" + (f" +{many - 1} more" if many > 1 else "")
         label(f"{head}  Esc clears", obj="@title")
@@ -604,8 +608,7 @@ class ControlPanel:
                                     ("restitution", "friction") else None)
             entry.set_text(show_value(property_value(primary, key)))
             self.fields[key] = entry
-            self.actions[entry] = (lambda k=key, e=entry: self.app.do(
-                "build_set", (k, e.get_text())))
+            self.actions[entry] = (lambda k=key, e=entry: self._apply_field(k, e))
             y += 28
         label("Enter applies a value" + (" to all" if many > 1 else ""), h=20)
         y += 22
@@ -618,6 +621,16 @@ class ControlPanel:
                              manager=self.manager, container=self.content)
                 setattr(self, key, b)
                 self.actions[b] = (lambda kk=key: self.app.do("toggle_prop", kk))
+
+    def _apply_field(self, key: str, entry) -> None:
+        """Enter in a property's field: the value set on the selection; one refused
+        (said in the message) leaves the field showing the value it still has."""
+        from .editor import property_value, show_value
+
+        self.app.do("build_set", (key, entry.get_text()))
+        ed = self.app.editor
+        if entry.alive() and ed is not None and ed.selection:
+            entry.set_text(show_value(property_value(ed.spec(ed.selection[-1]), key)))
 
     def _sync_tools(self, force: bool = False) -> None:
         ed = self.app.editor
