@@ -30,6 +30,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
@@ -204,6 +205,22 @@ def _one_line(text: str) -> str:
     return text
 
 
+MAX_LABEL = 40            # characters of a body's label: a few words drawn beside it
+
+
+def _label_text(text: str) -> str:
+    """A body's label: a few words on one line that the window draws as they are."""
+    if not text.strip():
+        raise _fail("label", "expected a few words (an empty label draws nothing)")
+    if len(text) > MAX_LABEL:
+        raise _fail("label", f"expected at most {MAX_LABEL} characters (a few words drawn "
+                             "beside the body)")
+    if _UNPRINTABLE.search(text):
+        raise _fail("label", "expected one line of text (no line breaks, tabs or control "
+                             "characters)")
+    return text
+
+
 Bounds = Annotated[tuple[Coordinate, Coordinate, Coordinate, Coordinate],
                    _length(4, "4 numbers [xmin, ymin, xmax, ymax]")]
 
@@ -216,10 +233,30 @@ class _Spec(BaseModel):
 
 # --------------------------------------------------------------------------- world and view
 
+@dataclass(frozen=True)
+class Magnitude:
+    """A vector field's bounds on its length ``|v|``, ``ge <= |v| <= le``: what a
+    setting that drives the vector's strength takes as its range (``settings.Setting``
+    reads ``ge`` and ``le`` here as it does on a number's ``Field``). Marks the field
+    only: :meth:`Level._gravity_within_bounds` checks it, on level files, not on a
+    snapshot's config (the world's field there adds the wind's share, ``drag * wind``,
+    which the level's own gravity bound does not cover)."""
+
+    ge: float
+    le: float
+
+
+#: The longest uniform gravity a level may have (m/s^2): five Earths, twice Jupiter's.
+GRAVITY_MAX = 50.0
+#: The strongest wind (m/s), either way: a gale.
+WIND_MAX = 20.0
+
+
 class WorldSettings(_Spec):
     """``[world]``: the physics settings and the integration."""
 
-    gravity: Vec2 = Field((0.0, -9.81), description="uniform gravity [gx, gy], m/s^2")
+    gravity: Annotated[Vec2, Magnitude(0.0, GRAVITY_MAX)] = Field(
+        (0.0, -9.81), description=f"uniform gravity [gx, gy], m/s^2, |g| <= {GRAVITY_MAX:g}")
     integrator: Annotated[Str, _one_of(INTEGRATORS)] = Field(
         "tcv_corrected", description="name in sandbox.sim.integrators.INTEGRATORS")
     timestep: Annotated[Str, _one_of(TIMESTEPS)] = Field(
@@ -243,7 +280,11 @@ class WorldSettings(_Spec):
         None, description="walls [xmin, ymin, xmax, ymax], m; absent = no walls")
     restitution: Annotated[Float, Field(ge=0.0, le=1.0)] = Field(
         0.0, description="default bounciness of contacts, 0..1")
-    friction: NonNeg = Field(0.0, description="default Coulomb friction coefficient")
+    friction: Annotated[NonNeg, Field(le=2.0)] = Field(
+        0.0, description="default Coulomb friction coefficient, 0..2")
+    wind: Annotated[Float, Field(ge=-WIND_MAX, le=WIND_MAX)] = Field(
+        0.0, description="horizontal wind, m/s (> 0 blows towards +x); it acts through "
+                         "the air drag, a = drag * (wind - v), so it needs drag > 0")
     collide_particles: Bool = Field(False, description="particles collide with each other")
     dtype: Literal["float64", "float32"] = Field("float64", description="particle arrays")
     constraint_method: Literal["xpbd", "lagrange", "rattle"] = Field(
@@ -298,6 +339,23 @@ class _Body(_Spec):
 
     builder: ClassVar[Callable[..., Any]]
     needs_gravity: ClassVar[bool] = False
+    #: Fields only the window reads (what it draws beside the body): never passed to the
+    #: builder, so they change nothing that is simulated.
+    DRAWN: ClassVar[frozenset[str]] = frozenset({"label", "label_at"})
+
+    label: Annotated[Str, AfterValidator(_label_text)] | None = Field(
+        None, description="a few words drawn beside the body (levels that compare "
+                          "bodies name each one)")
+    label_at: Vec2 | None = Field(
+        None, description="the label's centre, m; absent: just above the body's pinned "
+                          "particles (or, with none, above the body where it is)")
+
+    @model_validator(mode="after")
+    def _label_at_needs_a_label(self):
+        if self.label_at is not None and self.label is None:
+            raise _fail("label", "expected a label to place (label_at says only where)",
+                        field="label_at")
+        return self
 
     def totals(self) -> Totals:
         raise NotImplementedError
@@ -791,6 +849,16 @@ class Level(_Spec):
         return self
 
     @model_validator(mode="after")
+    def _gravity_within_bounds(self):
+        bound = next(m for m in WorldSettings.model_fields["gravity"].metadata
+                     if isinstance(m, Magnitude))
+        length = math.hypot(*self.world.gravity)
+        if not bound.ge <= length <= bound.le:
+            raise _fail("gravity", f"expected [gx, gy] at most {bound.le:g} m/s^2 long "
+                                   f"(this one: {length:.4g})", field="world.gravity")
+        return self
+
+    @model_validator(mode="after")
     def _within_limits(self):
         # Before anything is built: 30,000 cloths of 400 x 400 fit in 990 kB.
         t, w = level_totals(self), self.world
@@ -1259,10 +1327,31 @@ def level_label(path: str | os.PathLike | None) -> str:
 
 # --------------------------------------------------------------------------- building
 
+def uniform_field(gravity, strength: float, wind: float, drag: float) -> tuple[float, float]:
+    """``WorldConfig.gravity`` (m/s^2) of a level's own ``gravity`` made ``strength`` long
+    (its direction kept; none: straight down) with a horizontal ``wind`` (m/s) through the
+    air ``drag`` (1/s). Drag towards the air's velocity is ``a = drag (wind - v) = -drag v
+    + drag wind``: the config's ``drag`` and a uniform ``drag * wind`` along +x (see
+    ``examples/custom_force.py``). ``gravity`` itself, bit for bit, when ``strength`` is its
+    length and there is no wind (or no drag)."""
+    gx, gy = float(gravity[0]), float(gravity[1])
+    length = math.hypot(gx, gy)
+    if strength != length:
+        if length > 0:
+            scale = strength / length
+            gx, gy = gx * scale, gy * scale
+        else:
+            gx, gy = 0.0, -strength if strength else 0.0
+    push = drag * wind
+    return (gx + push, gy) if push else (gx, gy)
+
+
 def world_config_kwargs(level: Level) -> dict[str, Any]:
-    """The ``WorldConfig`` keyword arguments of a level's ``[world]``."""
+    """The ``WorldConfig`` keyword arguments of a level's ``[world]``; its ``wind`` is a
+    share of the config's gravity (:func:`uniform_field`)."""
     w = level.world
-    return dict(gravity=w.gravity, integrator=w.integrator, iterations=w.iterations,
+    gravity = uniform_field(w.gravity, math.hypot(*w.gravity), w.wind, w.drag)
+    return dict(gravity=gravity, integrator=w.integrator, iterations=w.iterations,
                 substeps=w.substeps, tear_ratio=w.tear_ratio, drag=w.drag, G=w.G,
                 softening=w.softening, bounds=w.bounds, restitution=w.restitution,
                 friction=w.friction, collide_particles=w.collide_particles, dtype=w.dtype,
@@ -1276,7 +1365,7 @@ def build_world(level: Level) -> World:
     world = World(WorldConfig(**world_config_kwargs(level)))
     for k, body in enumerate(level.bodies):
         try:
-            body.builder(world, **body.model_dump(exclude={"type"}))
+            body.builder(world, **body.model_dump(exclude={"type", *body.DRAWN}))
         except (ValueError, ArithmeticError) as e:  # what only building can tell (links)
             raise LevelError(level.name or "level", [f"bodies[{k}] ({body.type}): {e}"]) \
                 from None

@@ -274,6 +274,8 @@ class App:
         a value dragged through (``EnergyGraph.new_segment``)."""
         self.graph.new_segment(label, merge)
         self.plot.new_segment(label)
+        # Gravity set to or from none (a slider): % of a total with no gravity, J with.
+        self.graph.allow_percent = not any(self.world.config.gravity)
         if self.world.ledger is not None:
             self.world.track_energy()
 
@@ -681,7 +683,7 @@ class App:
         if self.show_panel:
             room = max(bottom - y - (lo + 8 if self.show_plot else 0), 3 * 28)
             rows = ControlPanel.BUILD_HEIGHT if self.editor is not None else \
-                ControlPanel.HEIGHT
+                (self.panel.rows_height() if self.panel is not None else ControlPanel.HEIGHT)
             panel_rect = pygame.Rect(x, y, PANEL_WIDTH, room)
             y += min(rows, room) + 8
         plot = None
@@ -807,6 +809,8 @@ class App:
             view = self._view = world.view()
             r.background(surf, cam, world.config.bounds)
             r.shapes(surf, cam, view.shapes)
+            x = self._positions(world, s.x_before)
+            self.label_rects = self._draw_labels(surf, view, x)
             if self.show_trails and s.ensemble is None:     # the ensemble: no trails
                 chosen = sorted(self._trail_set(world.n))
                 seconds = self.trail_shown_seconds()
@@ -816,7 +820,6 @@ class App:
                 if self.history is not None:
                     draw_trails(surf, cam.to_screen, self.history, TRAIL_COLOUR, BACKGROUND,
                                 particles=chosen, seconds=seconds)
-            x = self._positions(world, s.x_before)
             r.world(surf, cam, view, x)
             if s.ghost is not None:
                 gx = self._positions(s.ghost, s.ghost_before)
@@ -846,6 +849,24 @@ class App:
         # Outside the handler: its traceback (and any pixel lock in it) is released.
         surf.fill((0, 0, 0))
         surf.blit(self.fonts.text.render(self._draw_error, True, WARN), (10, 10))
+
+    label_rects: list = []          # where the level's body labels were last drawn
+
+    def body_labels(self) -> list[tuple]:
+        """The level's body labels as the renderer takes them, ``(text, particle
+        indices, label_at)``; none in build mode, where the bodies are being changed."""
+        if self.editor is not None:
+            return []
+        bodies = self.world.bodies
+        return [(text, bodies[k].particles, at) for k, text, at in self.scene.labels
+                if k < len(bodies)]
+
+    def _draw_labels(self, surf: pygame.Surface, view, x: np.ndarray) -> list:
+        labels = self.body_labels()
+        if not labels:
+            return []
+        return self.renderer.labels(surf, self.camera, self.fonts.text, labels, view, x,
+                                    pygame.Rect(self.safe_area()))
 
     def _draw_ensemble(self, surf: pygame.Surface) -> None:
         """Every running member in its integrator's colour over the reference's grey

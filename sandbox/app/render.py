@@ -1,5 +1,6 @@
-"""Drawing a world: metre grid, walls, static shapes, links coloured by strain, ropes,
-springs, particles, pins, the grabbed particle, and a translucent ghost world.
+"""Drawing a world: metre grid, walls, static shapes, a level's names of its bodies,
+links coloured by strain, ropes, springs, particles, pins, the grabbed particle, and a
+translucent ghost world.
 
 Everything numerous is drawn batched through :mod:`sandbox.app.raster`: with numba, one
 compiled call bins every link's strain (the view's) into a colour, orders the links
@@ -37,6 +38,8 @@ GHOST = (255, 80, 220)              # = hud.GHOST_COLOUR: strong against the dar
 GHOST_KEY = (255, 0, 255)           # colour key of the ghost layer: transparent
 CUT = (255, 70, 70)
 REFERENCE = (120, 124, 134)          # the ensemble's reference: faint grey rings
+LABEL = (196, 204, 224)              # a level's names of its bodies
+LABEL_GAP = 6                        # px between a label and the body it names
 
 #: Strain bin edges (relative stretch): compressed <- | neutral | -> stretched.
 STRAIN_EDGES = np.array([-0.02, -0.005, -0.001, 0.001, 0.005, 0.02, 0.05])
@@ -69,6 +72,101 @@ def nice_step(span: float, target: int = 12) -> float:
     return 10.0 * mag
 
 
+def body_label_rects(cam: Camera, labels, sizes, view: WorldView,
+                     x: np.ndarray | None = None, last: dict | None = None,
+                     area: pygame.Rect | None = None) -> list[pygame.Rect | None]:
+    """Where each of a level's body labels goes on the screen (px), for ``labels`` of
+    ``(particle indices, label_at or None)`` and their text's ``sizes``: centred on
+    ``label_at``; else centred above the body's pinned particles (a pivot, a bridge's
+    anchors: they stay put, so the label does too); else, for a body free to go
+    anywhere, beside it where it is: above it (centred, then flush with its left or
+    right side), below it, at its left or right, or a row higher above it, the first
+    place that no particle reaches into and no label placed before lies on (the one
+    fewest reach into when none is clear). ``last`` (label -> place, kept by
+    the caller) keeps the place chosen before while it stays clear, so a label does not
+    hop. Every place keeps ``LABEL_GAP`` px clear of the drawn discs and is moved
+    sideways into ``area`` (the scene's free part of the window; a place above or below
+    it is passed over). None: nothing to place it by (no particles, or not finite)."""
+
+    def inside(r: pygame.Rect) -> pygame.Rect:
+        if area is not None and r.w <= area.w:
+            r.x = min(max(r.x, area.left), area.right - r.w)
+        return r
+
+    x = view.x if x is None else x
+    pinned = np.asarray(view.pinned, bool)
+    r_px = np.maximum(mass_radius_px(view, cam.scale), np.where(pinned, 4.0, 1.5))
+    every = cam.to_screen(x)
+    ok = np.isfinite(every).all(axis=1)
+    every, every_r = every[ok], r_px[ok]
+    out: list[pygame.Rect | None] = []
+    for k, ((idx, at), (w, h)) in enumerate(zip(labels, sizes, strict=True)):
+        rect = pygame.Rect(0, 0, w, h)
+        if at is not None:
+            c = cam.to_screen(np.asarray(at, float))
+            if not np.isfinite(c).all():
+                out.append(None)
+                continue
+            rect.center = (int(round(c[0])), int(round(c[1])))
+            out.append(inside(rect))
+            continue
+        idx = np.asarray(idx, np.int64)
+        idx = idx[idx < len(x)]
+        held = idx[pinned[idx]]
+        use = held if len(held) else idx
+        pts = cam.to_screen(x[use]) if len(use) else np.zeros((0, 2))
+        fine = np.isfinite(pts).all(axis=1)
+        if not fine.any():
+            out.append(None)
+            continue
+        pts, r = pts[fine], r_px[use][fine]
+        left = int(math.floor(float(np.min(pts[:, 0] - r))))
+        right = int(math.ceil(float(np.max(pts[:, 0] + r))))
+        top = int(math.floor(float(np.min(pts[:, 1] - r))))
+        bottom = int(math.ceil(float(np.max(pts[:, 1] + r))))
+        centre = int(round(float(pts[:, 0].min() + pts[:, 0].max()) / 2))
+        g = LABEL_GAP
+        if len(held):                                   # pinned: above, where it stays
+            rect.midbottom = (centre, top - g)
+            out.append(inside(rect))
+            continue
+        middle = (top + bottom) // 2
+        high = top - g - h - g                          # a row higher still
+        places = [dict(midbottom=(centre, top - g)), dict(bottomleft=(left, top - g)),
+                  dict(bottomright=(right, top - g)), dict(midtop=(centre, bottom + g)),
+                  dict(midright=(left - g, middle)), dict(midleft=(right + g, middle)),
+                  dict(midbottom=(centre, high)), dict(bottomleft=(left, high)),
+                  dict(bottomright=(right, high))]
+        rects = [pygame.Rect(0, 0, w, h) for _ in places]
+        for r_, place in zip(rects, places, strict=True):
+            for name, value in place.items():
+                setattr(r_, name, value)
+            inside(r_)
+        placed = [o for o in out if o is not None]
+        costs = [_label_cost(r_, every, every_r, placed)
+                 + (1000 if area is not None and not area.contains(r_) else 0)
+                 for r_ in rects]
+        best = next((i for i, c in enumerate(costs) if c == 0), int(np.argmin(costs)))
+        if last is not None:
+            before = last.get(k)
+            if before is not None and before < len(costs) and costs[before] == 0:
+                best = before
+            last[k] = best
+        out.append(rects[best])
+    return out
+
+
+def _label_cost(rect: pygame.Rect, centres: np.ndarray, radii: np.ndarray,
+                placed: list[pygame.Rect]) -> int:
+    """What a label at ``rect`` would lie on: the particles whose drawn disc reaches
+    into it (2 px around it), and 100 for each label already there."""
+    near = rect.inflate(4, 4)
+    nx = np.clip(centres[:, 0], near.left, near.right)
+    ny = np.clip(centres[:, 1], near.top, near.bottom)
+    hits = int(np.count_nonzero(np.hypot(centres[:, 0] - nx, centres[:, 1] - ny) < radii))
+    return hits + 100 * sum(rect.colliderect(o) for o in placed)
+
+
 def camera_view(cam: Camera) -> tuple[float, ...]:
     """The camera as :mod:`raster`'s ``view`` floats ``(hx, hy, cx, cy, kx, ky)``: the
     same arithmetic as ``Camera.to_screen``, one coordinate at a time."""
@@ -95,6 +193,8 @@ class WorldRenderer:
         self._ghost_layer: pygame.Surface | None = None
         self._mapped: dict[tuple, int] = {}
         self._format_of: object = None
+        self._label_cache: dict[tuple[int, str], pygame.Surface] = {}
+        self._label_places: dict[int, int] = {}     # label -> the place it was drawn at
         self.dot = raster.square_offsets(1)            # 3 x 3 particle
         self.small_dot = np.array([[0, 0], [1, 0], [0, 1], [1, 1]])
         self.pin = raster.square_offsets(4, hollow=True)
@@ -270,6 +370,31 @@ class WorldRenderer:
             self._balls(pix, cam.to_screen(x[balls]), r_px[balls], colour, filled)
         if not len(view.link_i) and view.n <= 5000 and not balls.all():
             raster.stamp(pix, cam.to_screen(x[~balls]), self.dot, colour, self.backend)
+
+    def labels(self, surface: pygame.Surface, cam: Camera, font: pygame.font.Font,
+               labels, view: WorldView, x: np.ndarray | None = None,
+               area: pygame.Rect | None = None) -> list[pygame.Rect | None]:
+        """A level's body labels, ``(text, particle indices, label_at or None)`` each,
+        where :func:`body_label_rects` puts them (inside ``area``); drawn before the
+        bodies, so a body passing covers the words and never the other way round.
+        Returns the rects."""
+        texts = [self._label_text(font, text) for text, _, _ in labels]
+        rects = body_label_rects(cam, [(idx, at) for _, idx, at in labels],
+                                 [t.get_size() for t in texts], view, x, self._label_places,
+                                 area)
+        for t, r in zip(texts, rects, strict=True):
+            if r is not None:
+                surface.blit(t, r.topleft)
+        return rects
+
+    def _label_text(self, font: pygame.font.Font, text: str) -> pygame.Surface:
+        key = (id(font), text)
+        made = self._label_cache.get(key)
+        if made is None:
+            if len(self._label_cache) > 64:
+                self._label_cache.clear()
+            made = self._label_cache[key] = font.render(text, True, LABEL)
+        return made
 
     def cut_path(self, surface: pygame.Surface, points_px) -> None:
         if len(points_px) >= 2:

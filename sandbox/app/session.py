@@ -14,7 +14,6 @@ A scene is built exactly as ``simulate`` builds it:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import sys
 import time
@@ -27,9 +26,11 @@ import numpy as np
 from ..ensemble import BLOWUP_FACTOR, energy_scale
 from ..quantities import DEFAULT as PLOT_DEFAULT
 from ..quantities import Choice
-from ..replay import SessionLog, level_after
+from ..replay import Playback, SessionLog, level_after
 from ..replay import apply as apply_input
-from ..settings import SETTINGS
+from ..settings import SETTINGS, Uniform
+from ..settings import apply as apply_setting
+from ..settings import value as setting_value
 from ..sim.integrators import INTEGRATORS, contrast
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
@@ -73,12 +74,16 @@ class Scene:
     timestep: str
     view_center: tuple[float, float]
     view_width: float
+    #: The level's own gravity and wind (what the gravity and wind settings start from).
+    uniform: Uniform = Uniform()
     source: str | None = None                        # level name or path, for N / P
     description: str = ""
     hint: str = ""                                   # one line on what to try
     ghost: str | None = None                         # the level's recommended ghost
     level_text: str | None = None                    # the level as TOML (replay files)
     first_world: World | None = None                 # already built (errors surface early)
+    #: The level's body labels: ``(body index, text, label_at or None)`` each.
+    labels: tuple = ()
 
 
 def _check_choice(kind: str, name: str | None, registry) -> None:
@@ -119,9 +124,12 @@ def scene_from_spec(level, path, source: str | None, integrator: str | None = No
                  make_policy=policy, integrator=level.world.integrator,
                  timestep=level.world.timestep,
                  view_center=tuple(level.view.center), view_width=level.view.width,
+                 uniform=Uniform.of_level(level.world),
                  source=source, description=level.description, level_text=dump_level(level),
                  hint=level.hint, ghost=level.ghost,
-                 first_world=first)
+                 first_world=first,
+                 labels=tuple((k, b.label, b.label_at) for k, b in enumerate(level.bodies)
+                              if b.label is not None))
 
 
 def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
@@ -145,7 +153,7 @@ def scene_from_world(world: World, h: float = 1 / 60, timestep: str = "fixed",
                  make_policy=lambda mode, step=None: make_policy(mode, **args(mode, step)),
                  integrator=world.integrator.name, timestep=timestep,
                  view_center=tuple(float(c) for c in view[0]), view_width=float(view[1]),
-                 first_world=world)
+                 uniform=Uniform.of(world.config.gravity), first_world=world)
 
 
 def cycle(names: list[str], current: str, step: int) -> str:
@@ -209,6 +217,9 @@ class Session:
         world = scene.first_world if scene.first_world is not None else scene.make_world()
         scene.first_world = None                     # a reset builds a fresh one
         self.scene = scene
+        #: Gravity's strength and the wind (settings.Uniform): the world's config holds
+        #: only their sum with the level's own direction.
+        self.uniform = scene.uniform
         self.log = SessionLog(scene.title, scene.level_text)
         if not self.plot.auto:                   # chosen before: the replay shows it too
             self.log.record("plot", *self.plot.args())
@@ -560,45 +571,68 @@ class Session:
         self.message(f"step: {1.0 / self.policy.nominal_h:.0f} Hz "
                      f"(h = {self.policy.nominal_h * 1e3:.2f} ms)")
 
+    def setting(self, name: str) -> float:
+        """The world setting ``name``'s value now (gravity's strength, the wind: the
+        session's :class:`~sandbox.settings.Uniform`; the others: the world's config)."""
+        return setting_value(self.world.config, self.uniform, name)
+
     def set_setting(self, change: tuple[str, float]) -> None:
         """``(name, value)``: the world setting ``name`` of ``settings.SETTINGS`` (the
         panel's sliders), clipped to its limits, on the world and the ghost; recorded
-        for replays as ``["set", name, value]``."""
+        for replays as ``["set", name, value]``. A change of the uniform field (gravity,
+        the wind, the drag while a wind blows) moves every potential energy: the graph
+        starts a new segment and the blow-up check's reference moves with the world's
+        energy, so the jump is neither drift nor a divergence."""
         name, value = change
         st = SETTINGS[name]
         value = st.clip(value)
-        if getattr(self.world.config, name) == value:
+        if self.setting(name) == value:
             return
+        field, before = self.world.config.gravity, self.world.energy()["total"]
+        uniform = self.uniform
         for w in self.worlds():
-            w.configure(dataclasses.replace(w.config, **{name: value}))
+            config, uniform = apply_setting(w.config, self.uniform, name, value)
+            w.configure(config)
+        self.uniform = uniform
         self.log.record("set", name, value)
         if self.ensemble is not None:
             self._seed_ensemble(keep_marks=False)     # another world: started again
+        if self.world.config.gravity != field:
+            self._e_ref += self.world.energy()["total"] - before
+            self._e_scale = max(self._e_scale, energy_scale(self.world))
+            self.on_segment(f"{st.label} {st.show(value)}", merge=True)
 
     def change_setting(self, change: tuple[str, int]) -> None:
         """``(name, +1 | -1)``: one step of the setting up or down (its keys), said."""
         name, sign = change
         st = SETTINGS[name]
-        self.set_setting((name, getattr(self.world.config, name) + sign * st.step))
-        value = getattr(self.world.config, name)
+        self.set_setting((name, self.setting(name) + sign * st.step))
+        value = self.setting(name)
         lo, hi = st.limits
         end = " (the limit)" if value in (lo, hi) and value != 0 else ""
-        self.message(f"{st.label}: {st.show(value)}{end}")
+        note = ""
+        if st.needs is not None and value != 0 and self.setting(st.needs) == 0:
+            need = SETTINGS[st.needs]
+            note = f": no effect without {need.label} ({need.more[0].upper()} adds some)"
+        self.message(f"{st.label}: {st.show(value)}{end}{note}")
 
     def reset(self) -> None:
         """Rebuild the level; the integrator, timestep mode, the settings (iterations,
-        substeps, air drag, ...) and the speed chosen in the window stay."""
+        substeps, gravity, wind, air drag, ...) and the speed chosen in the window stay."""
         cfg = self.world.config
         self.log.record("reset", cfg.integrator, cfg.iterations, cfg.substeps,
                         self.policy.nominal_h)
         world = self.scene.make_world()
-        level = world.config
-        world.configure(dataclasses.replace(
-            world.config, **{name: getattr(cfg, name) for name in SETTINGS}))
-        for name in SETTINGS:          # the reset's own record carries these two
-            if name not in ("iterations", "substeps") and \
-                    getattr(level, name) != getattr(cfg, name):
-                self.log.record("set", name, getattr(cfg, name))
+        chosen = {name: self.setting(name) for name in SETTINGS}
+        config, uniform = world.config, self.scene.uniform
+        for name, value in chosen.items():
+            if setting_value(config, uniform, name) == value:
+                continue
+            config, uniform = apply_setting(config, uniform, name, value)
+            if name not in ("iterations", "substeps"):   # the reset's own record has them
+                self.log.record("set", name, value)
+        world.configure(config)
+        self.uniform = uniform
         if world.integrator.name != cfg.integrator:
             world.set_integrator(cfg.integrator, self.policy.nominal_h)
         if world.config.constraint_method != cfg.constraint_method:
@@ -833,7 +867,7 @@ class Session:
 
         self.ensemble = None                  # the replay's own input only
         self.player = {"rep": rep, "frame": 0, "event": 0,
-                       "level": parse_level(rep.level.text, rep.level.name)}
+                       "held": Playback.of(parse_level(rep.level.text, rep.level.name))}
         self.paused = False
 
     def _play_frame(self) -> bool:
@@ -872,13 +906,15 @@ class Session:
             self.followed = int(args[0]) if args[0] < self.world.n else self.followed
             return
         # A build-mode edit ("level") is the level later resets rebuild, too.
-        level = self.player["level"] = level_after(self.player["level"], op, args)
-        self.world = apply_input(self.world, level, op, args)
+        held = self.player["held"]
+        held.level = level_after(held.level, op, args)
+        self.world = apply_input(self.world, held, op, args)
+        self.uniform = held.uniform
         if self.ghost is not None:
             if op in ("reset", "level"):
                 self._seed_ghost(self.ghost.integrator.name)
             elif op != "integrator":
-                self.ghost = apply_input(self.ghost, level, op, args)
+                self.ghost = apply_input(self.ghost, held, op, args)
 
     # --- the graph ----------------------------------------------------------------------
 
@@ -915,6 +951,7 @@ class Session:
             return
         snapshot.load(self.world, path)       # SnapshotError: world unchanged, message
         self.log.broken = f"a snapshot was loaded ({path.name})"
+        self.uniform = Uniform.of(self.world.config.gravity)   # its field, wind and all
         self._set_world(self.world)
         self.on_segment("loaded")
         self.paused = False
