@@ -10,7 +10,9 @@ world is built again at its start and which later resets rebuild)), each stamped
 frame it came before. The physics is deterministic (the tests
 prove it bit for bit), so :func:`play` rebuilds the world from the level and applies the
 same inputs before the same steps, and ends in the same state: its hash is stored in
-the file and checked. What the window's graph plots
+the file and checked. The settings include gravity's strength and the wind, two faces of
+one vector of the world's config: playback keeps them beside the world
+(:class:`Playback`), as the window's session does. What the window's graph plots
 (``["plot", quantity, axis, log]``, ``["follow", particle]``) is kept too: playback
 leaves the world as it is, the window shows the same graph.
 
@@ -241,12 +243,12 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
         raise ReplayError(f"{rep.level.name}: its level cannot be built: "
                           f"{str(e).splitlines()[-1].strip()}") from None
     events = rep.events
+    held = Playback.of(level)
 
     def run(world, e: int):
-        nonlocal level
         try:
-            level = level_after(level, events[e][1], events[e][2:])
-            return apply(world, level, events[e][1], events[e][2:])
+            held.level = level_after(held.level, events[e][1], events[e][2:])
+            return apply(world, held, events[e][1], events[e][2:])
         except (ValueError, ArithmeticError) as err:
             raise ReplayError(f"events[{e}] ({events[e][1]}): the world refused it: "
                               f"{err}") from None
@@ -271,11 +273,28 @@ def play(rep: ReplayFile, on_step: Callable | None = None, on_frame: Callable | 
     return world
 
 
-def apply(world, level, op: str, args: list):
-    """One recorded input on ``world`` (the same calls the window's session made);
-    returns the world (a reset or a level builds a new one). ``level``: the level in
-    force, :func:`level_after` the inputs before this one."""
-    return OPS[op].apply(world, level, args)
+@dataclass
+class Playback:
+    """What playing inputs back keeps beside the world: the ``level`` in force (a reset
+    builds it again; :func:`level_after` the inputs before) and the uniform field's two
+    settings (``settings.Uniform``: gravity's strength along the level's direction, the
+    wind), which the world's config holds only as their sum. A reset or a new level
+    goes back to the level's own field."""
+
+    level: Any
+    uniform: Any
+
+    @classmethod
+    def of(cls, level) -> Playback:
+        from .settings import Uniform
+        return cls(level, Uniform.of_level(level.world))
+
+
+def apply(world, held: Playback, op: str, args: list):
+    """One recorded input on ``world`` (the same calls the window's session made), with
+    what the playback ``held`` keeps; returns the world (a reset or a level builds a new
+    one)."""
+    return OPS[op].apply(world, held, args)
 
 
 def level_after(level, op: str, args: list):
@@ -349,7 +368,8 @@ def _set_args(args) -> str | None:
 class Op:
     """A replay operation, every face of it: its arguments (``form``, one check per
     argument: None or what is wrong), an optional check of them together, and what it
-    does to a world (``apply(world, level, args) -> world``)."""
+    does to a world (``apply(world, held, args) -> world``, ``held`` the
+    :class:`Playback`)."""
 
     form: str
     checks: tuple[Callable[[Any], str | None], ...]
@@ -365,14 +385,14 @@ class Op:
         return self.together(args) if self.together is not None else None
 
 
-def _grab(world, level, args):
+def _grab(world, held, args):
     k = world.nearest_movable(args[:2], args[2])
     if k is not None:
         world.grab(k, args[:2], radius=args[2])
     return world
 
 
-def _pin(world, level, args):
+def _pin(world, held, args):
     k = world.nearest(args[:2], args[2])
     if k is not None:
         if world.mouse is not None and k in world.mouse.idx:
@@ -387,48 +407,52 @@ def _configured(world, **changes):
     return world
 
 
-def _set(world, level, args):
+def _set(world, held, args):
     from .settings import SETTINGS
+    from .settings import apply as set_value
     value = int(args[1]) if SETTINGS[args[0]].integer else float(args[1])
-    return _configured(world, **{args[0]: value})
+    config, held.uniform = set_value(world.config, held.uniform, args[0], value)
+    world.configure(config)
+    return world
 
 
-def _reset(world, level, args):
+def _reset(world, held, args):
     from .levels import build_world
     name, iterations, substeps, h = args
-    world = _configured(build_world(level), iterations=int(iterations),
+    held.uniform = Playback.of(held.level).uniform
+    world = _configured(build_world(held.level), iterations=int(iterations),
                         substeps=int(substeps))
     if world.integrator.name != name:
         world.set_integrator(name, h)
     return world
 
 
-def _drag(world, level, args):
+def _drag(world, held, args):
     world.drag_to(args)
     return world
 
 
-def _release(world, level, args):
+def _release(world, held, args):
     world.release()
     return world
 
 
-def _cut(world, level, args):
+def _cut(world, held, args):
     world.cut(args[:2], args[2:])
     return world
 
 
-def _integrator(world, level, args):
+def _integrator(world, held, args):
     world.set_integrator(args[0])
     return world
 
 
-def _constraints(world, level, args):
+def _constraints(world, held, args):
     world.set_constraint_method(args[0])
     return world
 
 
-def _configure(world, level, args):
+def _configure(world, held, args):
     return _configured(world, iterations=int(args[0]), substeps=int(args[1]))
 
 
@@ -443,11 +467,13 @@ def _level_text(a) -> str | None:
     return None
 
 
-def _level(world, level, args):
-    """Build mode's edit: the world built anew from the edited level (``level``, which
-    :func:`level_after` read from ``args``), at its start, as the window rebuilt it."""
+def _level(world, held, args):
+    """Build mode's edit: the world built anew from the edited level (``held.level``,
+    which :func:`level_after` read from ``args``), at its start, as the window rebuilt
+    it, with that level's own gravity and wind."""
     from .levels import build_world
-    return build_world(level)
+    held.uniform = Playback.of(held.level).uniform
+    return build_world(held.level)
 
 
 def _plot_args(args) -> str | None:

@@ -157,15 +157,15 @@ def check_change_setting(app, b):
     name, sign = b.arg
     st = SETTINGS[name]
     lo, hi = st.limits
-    app.do("set_setting", (name, min(max(getattr(app.world.config, name), lo + st.step),
+    app.do("set_setting", (name, min(max(app.session.setting(name), lo + st.step),
                                      hi - st.step)))     # start off both ends
-    before = getattr(app.world.config, name)
+    before = app.session.setting(name)
     press(app, b.key, b.mods)
-    assert getattr(app.world.config, name) == pytest.approx(before + sign * st.step)
+    assert app.session.setting(name) == pytest.approx(before + sign * st.step)
     assert any(st.label in m[0] for m in app.messages)
     app.do("set_setting", (name, hi if sign > 0 else lo))
     press(app, b.key, b.mods)
-    assert getattr(app.world.config, name) == (hi if sign > 0 else lo)
+    assert app.session.setting(name) == (hi if sign > 0 else lo)
 
 
 def check_reset(app, b):

@@ -43,7 +43,7 @@ def controls(app: App) -> dict:
     p = app.panel
     out = {"integrator": p.integrator, "constraints": p.constraints, "timestep": p.timestep,
            "pause": p.pause, "step": p.step, "reset": p.reset, "ghost": p.ghost,
-           "level": p.level}
+           "level": p.level, "world": p.world}
     for key, (slider, _, _) in p.sliders.items():
         out[f"{key} <"] = slider.left_button
         out[f"{key} >"] = slider.right_button
@@ -93,6 +93,38 @@ def test_every_panel_control_is_reachable_and_the_portrait_shown(tmp_path, size)
     assert app.scene.source == "double_pendulum_lagrange"
     # ... and the panel stays scrolled where it was: the picker is still in sight.
     assert view.contains(app.panel.level.get_abs_rect())
+    assert app._draw_error is None
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_the_open_world_section_is_reachable_and_the_portrait_kept(tmp_path, size):
+    """Opened (its button, clicked), the world section's sliders are reachable with the
+    wheel at every size, the panel scrolls within its rect (at 1280 x 800 too: it keeps
+    its height, the portrait keeps its place under it), and closed again it is as it
+    was."""
+    def click_world():
+        scroll_into_view(app, app.panel.world)
+        for _ in range(6):                          # the wheel's scroll comes to rest
+            app.frame(H)
+        ev.click(app, app.panel.world.get_abs_rect().center, frames=3)
+
+    app = open_app("pendulums", tmp_path, size)
+    window = pygame.Rect((0, 0), size)
+    click_world()
+    assert app.panel.world_open and app.panel.scroller is not None
+    assert app.panel.rect.contains(app.panel.container.get_abs_rect())   # in its rect
+    _, portrait = app._column_rects()
+    assert portrait is not None and portrait.h >= 120
+    assert not portrait.colliderect(app.panel.container.get_abs_rect())
+    view = app.panel.view_rect()
+    for name, element in controls(app).items():
+        r = scroll_into_view(app, element)
+        assert view.contains(r) and window.contains(r), name
+    assert {"gravity >", "wind >", "drag >", "restitution >", "friction >"} <= set(
+        controls(app))
+    click_world()
+    assert not app.panel.world_open
+    assert (app.panel.scroller is not None) == (size[1] < 800)
     assert app._draw_error is None
 
 

@@ -11,6 +11,7 @@ import math
 import events as ev
 import pygame
 import pytest
+from pygame_gui.elements import UILabel
 
 from sandbox.app.main import App
 from sandbox.app.panel import GHOST_OFF, integrator_option
@@ -135,6 +136,15 @@ def test_the_level_picker_names_a_benchmark_scene_and_a_file_elsewhere(tmp_path)
     assert a.scene.source == "rope" and a.panel.level.selected_option[0] == "rope"
 
 
+def open_world(app: App) -> None:
+    """Click the panel's "world" button (scrolled to first where the panel scrolls)."""
+    button = app.panel.world
+    if app.panel.scroller is not None:
+        app.panel.scroll_to(button.get_relative_rect().y)
+        app.frame(H)
+    click(app, app.panel.world.get_abs_rect().center, frames=3)
+
+
 def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
     """One row of ``settings.SETTINGS`` makes a slider (the level schema's range, the
     row's keys in its label) and key bindings: the air drag slider moves the world's
@@ -142,6 +152,7 @@ def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
     from sandbox.app import keymap
     from sandbox.settings import SETTINGS
 
+    open_world(app)
     for name, st in SETTINGS.items():
         slider = app.panel.sliders[name][0]
         assert tuple(slider.value_range) == st.limits, name
@@ -157,6 +168,47 @@ def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
     assert app.world.config.drag == pytest.approx(before + 2 * SETTINGS["drag"].step)
     assert slider.get_current_value() == pytest.approx(app.world.config.drag)
     assert app.panel.sliders["iterations"][0].value_range == (1, 200)   # was 1..100
+
+
+def test_the_world_section_opens_with_its_sliders_and_closes(app):
+    """Closed at first: the panel is no taller than the solver's rows (it does not
+    scroll at 1280 x 800) and shows no world slider. A click on "▸ world" shows gravity,
+    wind, air drag, bounce and friction under the button, in sight, each label with its
+    keys; each slider's arrow moves its setting by one step; the wind's label says it
+    needs air drag while there is none. A second click closes it again."""
+    from sandbox.settings import SETTINGS
+
+    world_rows = [n for n, st in SETTINGS.items() if st.section == "world"]
+    assert world_rows == ["gravity", "wind", "drag", "restitution", "friction"]
+    assert app.panel.scroller is None and not set(world_rows) & set(app.panel.sliders)
+    assert app.panel.world.text.startswith("▸ world")
+    open_world(app)
+    assert app.panel.world.text.startswith("▾ world")
+    assert set(world_rows) <= set(app.panel.sliders)
+    view = app.panel.view_rect()
+    for name in world_rows:
+        slider, value, _ = app.panel.sliders[name]
+        assert view.contains(slider.get_abs_rect()), name            # in sight, opened
+        assert value.text == ("needs air drag" if name == "wind" else
+                              SETTINGS[name].show(app.session.setting(name)))
+    labels = [lab.text for lab in app.panel.container.get_container().elements
+              if isinstance(lab, UILabel)] + [
+        lab.text for lab in (app.panel.content.get_container().elements
+                             if app.panel.scroller is not None else ())
+        if isinstance(lab, UILabel)]
+    assert "gravity  Y Shift+Y" in labels and "friction  K Shift+K" in labels
+    wind = app.panel.sliders["wind"][1]
+    assert app.world.config.drag == 0 and wind.text == "needs air drag"
+    for name in world_rows:
+        st = SETTINGS[name]
+        before = app.session.setting(name)
+        click(app, app.panel.sliders[name][0].right_button.get_abs_rect().center)
+        assert app.session.setting(name) == pytest.approx(before + st.step), name
+    assert app.world.config.drag > 0 and wind.text == "1.0 m/s"
+    assert app.world.config.gravity == pytest.approx((0.05 * 1.0, -(9.81 + 0.5)))
+    open_world(app)                                                  # closes it
+    assert app.panel.scroller is None and app.panel.world.text.startswith("▸ world")
+    assert not set(world_rows) & set(app.panel.sliders)
 
 
 def test_a_hotkey_changes_the_shown_choice_without_rebuilding_the_panel(app):

@@ -6,7 +6,8 @@ over keys anywhere. Modifiers come from the event's ``mod`` (posted events never
 ``pygame.key.get_pressed()``) and are reduced to shift / ctrl / alt, so Caps Lock or Num
 Lock never make a key miss. The integrator keys are generated from the ``INTEGRATORS``
 registry, so a new integrator gets a number key and a help line by itself; the keys of
-the world settings (iterations, substeps, air drag) from ``settings.SETTINGS``.
+the world settings (iterations, substeps, gravity, wind, air drag, bounce, friction) from
+``settings.SETTINGS``.
 """
 
 from __future__ import annotations
@@ -66,11 +67,10 @@ def _setting_keys() -> list[Binding]:
     """The keys of every row of ``settings.SETTINGS``: ``change_setting`` by one step."""
     out = []
     for st in SETTINGS.values():
-        fewer = "less" if not st.integer else "fewer"
-        for specs, sign, word in ((st.more, +1, "more"), (st.less, -1, fewer)):
+        for specs, sign in ((st.more, +1), (st.less, -1)):
             for spec in specs:
                 key, mods = _key(spec)
-                out.append(Binding(key, mods, "change_setting", f"{word} {st.label}",
+                out.append(Binding(key, mods, "change_setting", st.help(sign),
                                    arg=(st.name, sign), repeat=True))
     return out
 
@@ -93,7 +93,7 @@ KEYMAP: list[Binding] = [
             arg=0.5),
     Binding(K.K_RIGHTBRACKET, NONE, "speed", "fast forward: frame dt x2 (up to x4)", arg=2.0),
     *_setting_keys(),
-    Binding(K.K_r, NONE, "reset", "reset the level (keeps integrator, timestep, iterations)"),
+    Binding(K.K_r, NONE, "reset", "reset the level (keeps integrator, timestep and the settings)"),
     Binding(K.K_n, NONE, "level", "next level", arg=+1),
     Binding(K.K_p, NONE, "level", "previous level", arg=-1),
     Binding(K.K_e, NONE, "toggle_graph", "energy graph on / off"),

@@ -12,6 +12,12 @@ The column is only as tall as the window leaves it: where the rows do not fit (b
 the ghost and level pickers at the bottom, and a drop-down list never opens past the
 part of the panel that is shown.
 
+The world's physical parameters (gravity, wind, air drag, bounce, friction: the
+"world" rows of ``settings.SETTINGS``) are a section of their own, closed at first
+behind one button ("▸ world"): open, its five sliders come under the button and the
+panel scrolls to show them (at 1280 x 800 it then scrolls); closed, the panel is no
+taller than the solver's rows need.
+
 The panel never changes the simulation itself: each widget event becomes one of the
 app's commands (``App.do(action, arg)``), the same that the keys run, and
 :meth:`ControlPanel.sync` shows the state the commands left, whichever way they came.
@@ -77,6 +83,7 @@ class ControlPanel:
         self.rect = pygame.Rect(rect)
         self.scroller: UIScrollingContainer | None = None
         self._label_of: tuple | None = None        # (scene source, its picker label)
+        self.world_open = False                    # the world section's sliders shown
         # The font first (the theme names it), then the theme.
         self.manager = _Manager(app.size, lambda: app.pointer,
                                 enable_live_theme_updates=False)
@@ -132,7 +139,7 @@ class ControlPanel:
     def _build_controls(self) -> None:
         self.mode = "controls"
         m = self.manager
-        c, width = self._frame(self.HEIGHT)
+        c, width = self._frame(self.rows_height())
         w = width - 16
         y = 4
         s = self.app.session
@@ -175,20 +182,18 @@ class ControlPanel:
         self.actions[self.reset] = lambda: self.app.do("reset")
         y += 28
         self.sliders: dict[str, tuple[UIHorizontalSlider, UILabel, Callable]] = {}
-        for key, text, lo_hi, get, act, step in self._slider_rows():
-            # The label spans the row and the value sits over its right end: a scrolled
-            # panel is 20 px narrower, and "constraint iterations  = -" was cut.
-            label(text)
-            value = UILabel(pygame.Rect(width - 72, y, 64, 20), "", manager=m, container=c,
-                            object_id=pygame_gui.core.ObjectID(object_id="@value"))
-            y += 20
-            lo, hi = lo_hi
-            slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18),
-                                        type(lo)(min(max(get(), lo), hi)), lo_hi, manager=m,
-                                        container=c, click_increment=step)
-            self.sliders[key] = (slider, value, get)
-            self.actions[slider] = act
-            y += 22
+        rows = self._slider_rows()
+        for row in rows["solver"]:
+            y = self._slider(row, y, w, width)
+        self.world_top = y
+        self.world = UIButton(pygame.Rect(8, y, w, 24), self._world_text(), manager=m,
+                              container=c, tool_tip_text="the world's physical parameters: "
+                              "gravity Y, wind W, air drag D, bounce O, friction K")
+        self.actions[self.world] = self.toggle_world
+        y += 28
+        if self.world_open:
+            for row in rows["world"]:
+                y = self._slider(row, y, w, width)
         # The ghost's row shares its label line with the ensemble's button (another row
         # would make the panel scroll at 1280 x 800): both are an overlay on the world.
         label("ghost  G, Shift+G", width=w - 116)
@@ -289,28 +294,83 @@ class ControlPanel:
         old.kill()
         self._menu(attr, options, text, rect, action, **kw)
 
-    #: The panel's rows' height in px (the rows above, with their gaps): 2 sliders of
-    #: the session's own and one a world setting.
-    HEIGHT = 4 + 20 + 20 + 28 + 28 + 28 + 28 + (2 + len(SETTINGS)) * 42 + 20 + 28 + 20 + 28 + 4
+    #: The panel's rows' height in px with the world section closed (the rows above,
+    #: with their gaps): 2 sliders of the session's own, the solver's settings, the
+    #: world section's button; open, its sliders add ``WORLD_HEIGHT``.
+    HEIGHT = (4 + 20 + 20 + 28 + 28 + 28 + 28
+              + (2 + sum(st.section == "solver" for st in SETTINGS.values())) * 42
+              + 28 + 20 + 28 + 20 + 28 + 4)
+    WORLD_HEIGHT = sum(st.section == "world" for st in SETTINGS.values()) * 42
 
-    def _slider_rows(self):
-        """``(key, label, (lo, hi), get, act(value), click step)`` of every slider: the
-        steps a second, then every row of ``settings.SETTINGS`` (its label, its keys and
-        its limits from the one table), then the speed."""
+    def rows_height(self) -> int:
+        """The controls' rows' height in px as they are built now (the layout reserves
+        it): :attr:`HEIGHT`, and :attr:`WORLD_HEIGHT` more while the world section is
+        open."""
+        return self.HEIGHT + (self.WORLD_HEIGHT if self.world_open else 0)
+
+    def _world_text(self) -> str:
+        return f"{'▾' if self.world_open else '▸'} world: gravity, wind, drag, …"
+
+    def toggle_world(self) -> None:
+        """Open or close the world section; opened, the panel scrolls to show it under
+        its button where the column is too short for every row."""
+        self.world_open = not self.world_open
+        self.build()
+        if self.world_open and self.scroller is not None:
+            self.scroll_to(self.world_top)
+
+    def _slider(self, row: tuple, y: int, w: int, width: int) -> int:
+        """One slider row at ``y`` (its label line, then the slider); returns the next
+        row's ``y``. The label spans the row and the value sits over its right end: a
+        scrolled panel is 20 px narrower, and "constraint iterations  = -" was cut. A
+        setting that needs another has room for "needs air drag" there (its label is
+        short): while the other is 0, its value does nothing and that is what it says."""
+        key, text, lo_hi, get, act, step = row
+        m, c = self.manager, self.content
+        self._label(text, pygame.Rect(8, y, w, 20))
+        room = 124 if key in SETTINGS and SETTINGS[key].needs is not None else 84
+        value = UILabel(pygame.Rect(width - 8 - room, y, room, 20), "", manager=m,
+                        container=c, object_id=pygame_gui.core.ObjectID(object_id="@value"))
+        y += 20
+        lo, hi = lo_hi
+        slider = UIHorizontalSlider(pygame.Rect(8, y, w, 18),
+                                    type(lo)(min(max(get(), lo), hi)), lo_hi, manager=m,
+                                    container=c, click_increment=step)
+        self.sliders[key] = (slider, value, get)
+        self.actions[slider] = act
+        return y + 22
+
+    def _slider_rows(self) -> dict[str, list[tuple]]:
+        """``{"solver": rows, "world": rows}``, each row ``(key, label, (lo, hi), get,
+        act(value), click step)``: the solver's are the steps a second, the solver's
+        rows of ``settings.SETTINGS`` and the speed; the world's are its world rows (each
+        row's label, keys and limits from the one table)."""
         s = self.app.session
-        rows = [("hz", "steps/s  Alt+= Alt+-", HZ, lambda: round(1.0 / s.policy.nominal_h),
-                 lambda v: self.app.do("set_hz", int(v)), 1)]
+        rows: dict[str, list[tuple]] = {
+            "solver": [("hz", "steps/s  Alt+= Alt+-", HZ,
+                        lambda: round(1.0 / s.policy.nominal_h),
+                        lambda v: self.app.do("set_hz", int(v)), 1)],
+            "world": []}
         for st in SETTINGS.values():
             keys = " ".join(spec_label(k) for k in (*st.more[:1], *st.less[:1]))
             lo, hi = st.limits
             lo_hi = (int(lo), int(hi)) if st.integer else (float(lo), float(hi))
-            rows.append((st.name, f"{st.label}  {keys}", lo_hi,
-                         lambda n=st.name: getattr(s.world.config, n),
-                         lambda v, n=st.name: self.app.do("set_setting", (n, v)),
-                         1 if st.integer else st.step))
-        rows.append(("speed", "speed  [ ]", SPEED_EXP, lambda: round(math.log2(s.speed)),
-                     lambda v: self.app.do("set_speed", 2.0 ** v), 1))
+            rows[st.section].append((st.name, f"{st.label}  {keys}", lo_hi,
+                                     lambda n=st.name: s.setting(n),
+                                     lambda v, n=st.name: self.app.do("set_setting", (n, v)),
+                                     1 if st.integer else st.step))
+        rows["solver"].append(("speed", "speed  [ ]", SPEED_EXP,
+                               lambda: round(math.log2(s.speed)),
+                               lambda v: self.app.do("set_speed", 2.0 ** v), 1))
         return rows
+
+    def _value_text(self, st) -> str:
+        """A setting's value as its row shows it: "needs air drag" while a setting it
+        needs is 0 (the wind without air drag)."""
+        s = self.app.session
+        if st.needs is not None and s.setting(st.needs) == 0:
+            return f"needs {SETTINGS[st.needs].label}"
+        return st.show(s.setting(st.name))
 
     def _label(self, text: str, rect: pygame.Rect, obj: str = "#label") -> UILabel:
         """A themed label in the panel (``obj``: "#label", "@title" or "@value")."""
@@ -408,7 +468,7 @@ class ControlPanel:
                 slider.set_current_value(v)
         hz = 1.0 / s.policy.nominal_h
         texts = {"hz": f"{hz:.0f} Hz", "speed": f"x{s.speed:g}",
-                 **{n: st.show(getattr(s.world.config, n)) for n, st in SETTINGS.items()}}
+                 **{n: self._value_text(st) for n, st in SETTINGS.items()}}
         for key, (_, value, _) in self.sliders.items():
             if value.text != texts[key]:
                 value.set_text(texts[key])
