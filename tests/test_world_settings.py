@@ -141,7 +141,7 @@ def test_the_wind_without_air_drag_says_it_does_nothing(tmp_path):
     ev.press(pygame.K_w)
     app.frame(H)
     assert app.session.setting("wind") == 1.0 and app.world.config.gravity == (0.0, -9.81)
-    assert "no effect without air drag (D adds some)" in app.messages[-1][0]
+    assert app.messages[-1][0] == "wind: 1.0 m/s (no effect without air drag: D adds some)"
 
 
 # --------------------------------------------------------------------------- replays

@@ -613,7 +613,7 @@ class Session:
         note = ""
         if st.needs is not None and value != 0 and self.setting(st.needs) == 0:
             need = SETTINGS[st.needs]
-            note = f": no effect without {need.label} ({need.more[0].upper()} adds some)"
+            note = f" (no effect without {need.label}: {need.more[0].upper()} adds some)"
         self.message(f"{st.label}: {st.show(value)}{end}{note}")
 
     def reset(self) -> None:
