@@ -17,6 +17,8 @@ ensemble's reference. A quantity's scope says which of them it has:
 
 A graph of ``y`` against ``x`` has the curves both have (a frame quantity goes with any).
 
+A link's stretch is ``(L - rest) / rest`` (a rope's is 0 while it is slack).
+
 Sampling reads only what the chosen quantities need, once a frame, vectorised: a world's
 energies (the window's own sample of the world is handed in), the particle's row, the
 links' strain (the view's compiled kernel: 0.2 ms for the 158,802 links of cloth_200).
@@ -65,7 +67,7 @@ class Frame:
         self._energy: dict[int, dict] = {}
         if energy is not None:
             self._energy[id(world)] = energy
-        self._strain: dict[int, np.ndarray] = {}
+        self._strain: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def energy(self, w) -> dict:
         e = self._energy.get(id(w))
@@ -73,12 +75,12 @@ class Frame:
             e = self._energy[id(w)] = w.energy()
         return e
 
-    def strain(self, w) -> np.ndarray:
-        """``(L - rest) / rest`` of every link (ropes: 0 when slack), then every spring
-        of rest length > 0, float64."""
+    def strain(self, w) -> tuple[np.ndarray, np.ndarray]:
+        """``(L - rest) / rest`` of every link (ropes: 0 when slack; the view's compiled
+        kernel) and of every spring of rest length > 0, float64."""
         s = self._strain.get(id(w))
         if s is None:
-            s = self._strain[id(w)] = np.concatenate([w.view().strain(), spring_strain(w)])
+            s = self._strain[id(w)] = (w.view().strain(), spring_strain(w))
         return s
 
     def sources(self, scope: str) -> list[Source]:
@@ -134,9 +136,13 @@ class Quantity:
         """Why this quantity cannot be plotted now, or None."""
         return self.needs(fr)
 
+    def words(self, particle: int | None) -> str:
+        """The axis' words without the unit: ``"vx of particle 3"``."""
+        return self.text.format(particle="?" if particle is None else particle)
+
     def axis(self, particle: int | None) -> str:
-        """The axis' words: ``"vx of particle 3 (m/s)"``."""
-        text = self.text.format(particle="?" if particle is None else particle)
+        """The axis' words and unit: ``"vx of particle 3 (m/s)"``."""
+        text = self.words(particle)
         return f"{text} ({self.unit})" if self.unit else text
 
 
@@ -199,18 +205,18 @@ def _row(array: str, col: int | None) -> Callable[[Source, Frame], float]:
 
 
 def _max_strain(src: Source, fr: Frame) -> float:
-    s = fr.strain(src.world)
-    return float(np.max(np.abs(s))) * 100.0 if len(s) else math.nan
+    """max |strain| as the larger of max and -min: no |s| array (158,802 links)."""
+    out = [max(float(s.max()), -float(s.min())) for s in fr.strain(src.world) if len(s)]
+    return max(out) * 100.0 if out else math.nan
 
 
 def _link_error(src: Source, fr: Frame) -> float:
-    w = src.world
-    c = w.constraints
-    s = fr.strain(w)[:len(c)]
-    rigid = s[np.asarray(c.compliance) == 0]
-    if not len(rigid):
-        return math.nan
-    return float(np.sqrt(np.mean(rigid * rigid))) * 100.0
+    s, _ = fr.strain(src.world)
+    compliance = src.world.constraints.compliance
+    if compliance.any():                        # soft links stretch by design: not them
+        s = s[compliance == 0]
+    # einsum, not dot: BLAS threads beside the sweep's took 14 ms a frame on cloth_200
+    return float(np.sqrt(np.einsum("i,i->", s, s) / len(s))) * 100.0 if len(s) else math.nan
 
 
 def _truth_error(src: Source, fr: Frame) -> float:
@@ -246,9 +252,9 @@ QUANTITIES: dict[str, Quantity] = {q.name: q for q in (
              needs=_particle),
     Quantity("speed", "speed", "speed of particle {particle}", "m/s", _row("v", None),
              needs=_particle),
-    Quantity("strain", "max strain", "largest |L - rest| / rest of a link or spring", "%",
+    Quantity("strain", "max strain", "largest |stretch| of a link or spring", "%",
              _max_strain, log=True, needs=_links),
-    Quantity("link_error", "link error", "rigid links' RMS (L - rest) / rest", "%",
+    Quantity("link_error", "link error", "rigid links' RMS stretch", "%",
              _link_error, log=True, needs=_rigid),
     Quantity("truth_error", "truth error", "RMS distance from the truth", "m",
              _truth_error, scope="members", log=True, needs=_truth),

@@ -261,3 +261,113 @@ def test_a_slider_dragged_through_many_values_leaves_one_marker():
         g.add(1.0 + 0.01 * k, 1.0, 0.0, 1.0)
     g.new_segment("Velocity Verlet")
     assert [label for _, label in g.markers][-2:] == ["99 Hz", "Velocity Verlet"]
+
+
+# --------------------------------------------------------------------------- any quantity
+
+PLOT_SIZES = [(300, 120), (300, 158), (300, 260), (552, 180)]
+
+
+def busy_plot(log: bool = False, time: bool = True):
+    """A quantity graph with the world's and the ghost's curves, a segment, zeros."""
+    from sandbox.app.graph import PlotSpec, QuantityGraph
+    g = QuantityGraph(600)
+    for k in range(700):
+        if k == 500:
+            g.new_segment("RK4")
+        t = k / 60
+        for key, phase in (("world", 0.0), ("ghost", 0.3)):
+            y = 0.0 if k % 50 == 0 else 1e-3 * math.exp(k / 200) * (1 + math.sin(t + phase))
+            g.add_sample(key, t, math.cos(t + phase), y, source=1)
+    spec = PlotSpec("E drift against time (U, J)", "E - E0, since the marker",
+                    "time (s)" if time else "x (m)", log=log, time=time,
+                    colours={"world": (255, 205, 90), "ghost": (255, 80, 220)},
+                    names={"world": "world", "ghost": "ghost RK4"}, unit="J")
+    return g, spec
+
+
+@pytest.mark.parametrize("size", PLOT_SIZES)
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("time", [True, False])
+@pytest.mark.parametrize("picker", [False, True])
+def test_the_quantity_graph_writes_only_inside_its_rect_and_no_text_on_the_plot(
+        fonts, size, log, time, picker):
+    g, spec = busy_plot(log, time)
+    surf = RecordingSurface((900, 500))
+    surf.fill(SENTINEL)
+    rect = pygame.Rect(40, 30, *size)
+    lay = g.draw(surf, rect, fonts, spec, picker)
+    panel, *texts = surf.blits
+    assert panel == rect
+    allowed = lay.text_rects()
+    for r in texts:
+        assert rect.contains(r), (r, rect)
+        assert not r.colliderect(lay.plot), (r, lay.plot)
+        assert r in allowed
+    if picker:                                # the top row is left to the pickers
+        assert lay.title is None and not any(r.colliderect(lay.header) for r in texts)
+    else:
+        assert lay.title[1] == spec.title
+    assert len([r for *_, r, _ in lay.yticks if r is not None]) >= 2
+    assert len([r for *_, r, _ in lay.xticks if r is not None]) >= 1
+    assert lay.plot.h >= 40 and lay.xlabel[1] == spec.xlabel
+    words = lay.ylabel[1]
+    assert words.startswith(spec.ylabel + " (J)") or words.startswith("E - E0… (J)")
+    if log:                                   # said whole, however narrow the graph
+        assert lay.skipped > 0 and words.endswith(f" (J) · log |y|, {lay.skipped} zeros out")
+        assert all(float(v).is_integer() for v, *_ in lay.yticks)
+    else:
+        assert "log" not in words and lay.skipped == 0
+    px = pygame.surfarray.array3d(surf)
+    outside = np.ones(px.shape[:2], bool)
+    outside[rect.left:rect.right, rect.top:rect.bottom] = False
+    assert not np.any(px != SENTINEL, axis=2)[outside].any()
+
+
+def test_the_quantity_graph_scales_to_the_current_segment_and_draws_its_curves(fonts):
+    g, spec = busy_plot()
+    lay = g.layout(pygame.Rect(0, 0, 300, 260), fonts, spec)
+    seg = np.concatenate([s[2][s[4]] for s in lay.series.values()])
+    lo, hi = lay.yrange
+    assert lo <= seg.min() and seg.max() <= hi < 1.5 * seg.max()
+    t = np.concatenate([s[0] for s in lay.series.values()])
+    assert lay.xrange == (t.min(), t.max())
+    assert [text for _, text, _ in lay.legend][0].startswith("world ")
+    surf = pygame.Surface((300, 260))
+    surf.fill((0, 0, 0))
+    g.draw(surf, pygame.Rect(0, 0, 300, 260), fonts, spec)
+    inside = pygame.surfarray.array3d(surf)[lay.plot.left + 1:lay.plot.right - 1,
+                                            lay.plot.top + 1:lay.plot.bottom - 1]
+    for colour in spec.colours.values():         # each curve is on the plot
+        assert np.all(inside == colour, axis=2).sum() > 100
+
+
+def test_a_note_instead_of_curves_when_the_quantity_does_not_apply(fonts):
+    g, spec = busy_plot()
+    spec.note = "truth error: needs every integrator side by side (A)"
+    lay = g.layout(pygame.Rect(0, 0, 300, 140), fonts, spec)
+    words = " ".join(t for _, t, _ in lay.note)
+    assert words == spec.note and all(lay.plot.contains(r) for r, _, _ in lay.note)
+    assert lay.yticks == [] and lay.xticks == []              # no scale with no curve
+
+
+def test_the_legend_names_each_curve_by_its_newest_value_or_says_how_many_are_left_out(
+        fonts):
+    from sandbox.app.graph import PlotSpec, QuantityGraph
+    g = QuantityGraph(600)
+    names = {f"k{i}": f"integrator number {i}" for i in range(9)}
+    for k in range(20):
+        for i, key in enumerate(names):
+            g.add_sample(key, k / 60, 0.0, -(i + 1) * 1e-3 * (k + 1), source=1)
+    spec = PlotSpec("t", "E - E0", "time (s)", log=True, names=names, unit="J",
+                    colours={key: (200, 10 * i, 0) for i, key in enumerate(names)},
+                    keys="U J Alt+U")
+    lay = g.layout(pygame.Rect(0, 0, 300, 260), fonts, spec, picker=True)
+    texts = [t for _, t, _ in lay.legend]
+    assert texts[0] == "integrator number 0 -0.02 J"            # signed, on a log scale
+    assert texts[-1] == f"+{len(names) - len(texts) + 1}"      # the rest counted
+    assert "U J Alt+U" not in texts                           # no room for the keys
+    few = PlotSpec("t", "E - E0", "time (s)", names={"k0": "world"}, unit="J",
+                   colours={"k0": (255, 205, 90)}, keys="U J Alt+U")
+    texts = [t for _, t, _ in g.layout(pygame.Rect(0, 0, 300, 260), fonts, few, True).legend]
+    assert texts == ["world -0.02 J", "U J Alt+U"]

@@ -524,6 +524,19 @@ def _ellipsize(font, text: str, width: int) -> str:
     return text[:lo] + "…" if lo else ""
 
 
+def _at_a_word(font, text: str, width: int) -> str:
+    """``text`` if it fits in ``width`` px, else its longest run of whole words that
+    fits with an ellipsis (a cut word read as another: "speed of p…")."""
+    if font.size(text)[0] <= width:
+        return text
+    words = text.split(" ")
+    for n in range(len(words) - 1, 0, -1):
+        cut = " ".join(words[:n]).rstrip(",") + "…"
+        if font.size(cut)[0] <= width:
+            return cut
+    return _ellipsize(font, text, width)
+
+
 def _flow(font, items, box: pygame.Rect, line: int) -> list[tuple[pygame.Rect, str, Colour]]:
     """Legend items left to right in the rows of ``box``; those that do not fit are left
     out (the widest single item is cut at the box's edge)."""
@@ -631,7 +644,8 @@ class PlotSpec:
     numbers): ``title`` (the top row when no picker is there), ``ylabel`` (the y axis'
     words, over the plot), ``xlabel`` (at the end of the x axis' row), ``log`` (|y| on a
     log scale), ``time`` (x is simulated time), ``note`` (why nothing is plotted), each
-    curve's ``colours`` and legend ``names``, ``unit`` of y for the legend."""
+    curve's ``colours`` and legend ``names``, ``unit`` of y for the legend, ``keys``
+    that choose it (at the end of the legend row, under the pickers)."""
 
     title: str
     ylabel: str
@@ -642,6 +656,7 @@ class PlotSpec:
     colours: dict[str, Colour] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     unit: str = ""
+    keys: str = ""
 
 
 @dataclass
@@ -740,8 +755,9 @@ class QuantityGraph(_Painted):
         c.add(t, x, y, source, relative)
 
     def _series(self, spec: PlotSpec):
-        """``{curve: (t, x, y, brk, in the segment)}`` to draw: the whole buffer against
-        time, the newest ``XY_SAMPLES`` against a quantity; y as log10 |y| when log."""
+        """``{curve: (t, x, y, brk, in the segment, y's newest value)}`` to draw: the
+        whole buffer against time, the newest ``XY_SAMPLES`` against a quantity; y as
+        log10 |y| when log (the newest value as it is, for the legend)."""
         out = {}
         skipped = 0
         for key, c in self.curves.items():
@@ -750,10 +766,11 @@ class QuantityGraph(_Painted):
             t, x, y, brk = c.ordered(None if spec.time else XY_SAMPLES)
             seg = np.zeros(len(t), bool)
             seg[max(len(t) - c.seg, 0):] = True
+            newest = float(y[-1])
             if spec.log:
                 y, n = log_scale(y)
                 skipped += n
-            out[key] = (t, x, y, brk, seg)
+            out[key] = (t, x, y, brk, seg, newest)
         return out, skipped
 
     def layout(self, rect: pygame.Rect, fonts, spec: PlotSpec,
@@ -784,19 +801,39 @@ class QuantityGraph(_Painted):
             items = [(f"{spec.names.get(k, k)} {self._latest(series[k], spec)}",
                       spec.colours[k]) for k in series]
             legend = _flow(font, items, pygame.Rect(inner.x, y, inner.w, line), line)
+            while legend and len(legend) < len(items):       # "+N": the curves left out
+                more = f"+{len(items) - len(legend)}"
+                right = legend[-1][0].right + 2 * GAP
+                if right + font.size(more)[0] <= inner.right:
+                    legend.append((pygame.Rect(right, y, font.size(more)[0], line), more, DIM))
+                    break
+                legend.pop()
+            kw = font.size(spec.keys)[0]
+            used = max((r.right for r, _, _ in legend), default=inner.x)
+            # The pickers' keys under them, where every curve's item leaves room.
+            if picker and spec.keys and len(legend) == len(items) and items and \
+                    used + 2 * GAP + kw <= inner.right:
+                legend.append((pygame.Rect(inner.right - kw, y, kw, line), spec.keys, DIM))
             y += line + 2
         ylabel = None
         if "ylabel" in rows:
-            text = spec.ylabel + (" · log |y|" if spec.log else "")
-            if spec.log and skipped:
-                text += f" · {skipped} zero{'s' if skipped != 1 else ''} not shown"
-            text = _ellipsize(font, text, inner.w)
+            # The unit and what the scale leaves out are said whole; the axis' words
+            # give way, at a word.
+            note = f" ({spec.unit})" if spec.unit else ""
+            if spec.log:
+                note += " · log |y|" + (f", {skipped} zero{'s' if skipped != 1 else ''} "
+                                        "out" if skipped else "")
+            room = inner.w - font.size(note)[0]
+            text = _at_a_word(font, spec.ylabel, room) + note if room > 40 else \
+                _ellipsize(font, spec.ylabel + note, inner.w)
             ylabel = (pygame.Rect(inner.x, y, font.size(text)[0], line), text, DIM)
             y += line + 2
         plot_h = max(inner.bottom - axis_h - y, 2)
         # The y ticks' labels in a column at the left of the plot, as wide as they are.
         probe = pygame.Rect(inner.x, y, inner.w, plot_h)
         ylo, yhi, yvals, ystep = self._yaxis(series, spec, probe.h, line)
+        if spec.note is not None:               # nothing plotted: no scale to read
+            yvals = yvals[:0]
         ylabels = [log_tick_label(v) if spec.log else value_tick_label(v, ystep)
                    for v in yvals]
         col = max((font.size(s)[0] for s in ylabels), default=0) + GAP
@@ -815,7 +852,8 @@ class QuantityGraph(_Painted):
         xw = font.size(xtext)[0]
         out.xlabel = (pygame.Rect(axis.right - xw, axis.y + TICK, xw, line), xtext, DIM)
         out.xrange = self._xaxis(series, spec)
-        self._place_xticks(font, axis, plot, out, spec)
+        if spec.note is None:
+            self._place_xticks(font, axis, plot, out, spec)
         if spec.note is not None:
             lines = wrap_words(font, spec.note, plot.w - 8)
             top = plot.centery - len(lines) * line // 2
@@ -825,10 +863,7 @@ class QuantityGraph(_Painted):
 
     @staticmethod
     def _latest(s, spec: PlotSpec) -> str:
-        y = s[2][-1] if len(s[2]) else math.nan
-        if spec.log:
-            return "—" if not math.isfinite(y) else f"{10.0 ** y:.3g}"
-        return fmt(float(y), spec.unit)
+        return fmt(s[5], spec.unit)
 
     def _yaxis(self, series, spec: PlotSpec, height: int, line: int):
         """``(lo, hi, tick values, step)`` of the y axis: the current segment's samples
@@ -841,12 +876,13 @@ class QuantityGraph(_Painted):
             y = y[np.isfinite(y)]
         want = max(height / (1.8 * line), 1.0)
         if spec.log:
-            lo, hi = (math.floor(float(y.min())), math.ceil(float(y.max()))) if y.size \
+            a, b = (math.floor(float(y.min())), math.ceil(float(y.max()))) if y.size \
                 else (-3, 0)
-            if hi <= lo:
-                hi = lo + 1
-            step = max(nice_step((hi - lo) / want), 1.0)      # whole decades
-            return float(lo), float(hi), tick_values(lo, hi, step), step
+            b = max(b, a + 1)
+            values, step = nice_ticks(a, b, want)
+            if step < 1:                                       # whole decades
+                values, step = tick_values(a, b, 1.0), 1.0
+            return float(a), float(b), values, step
         lo, hi = (float(y.min()), float(y.max())) if y.size else (0.0, 1.0)
         if hi - lo < 1e-9 * max(abs(hi), abs(lo), 1e-12):
             lo, hi = lo - 0.5 * max(abs(lo), 1e-9), hi + 0.5 * max(abs(hi), 1e-9)
@@ -915,14 +951,14 @@ class QuantityGraph(_Painted):
             self._text_at(surface, font, text, colour, r)
         plot = lay.plot
         pygame.draw.rect(surface, FRAME, plot, 1)
-        for _, py, r, text in lay.yticks:
+        for _, py, at, text in lay.yticks:
             pygame.draw.line(surface, AXIS, (plot.x - TICK, py), (plot.x - 1, py))
-            if r is not None:
-                self._text_at(surface, font, text, DIM, r)
-        for _, px, r, text in lay.xticks:
+            if at is not None:
+                self._text_at(surface, font, text, DIM, at)
+        for _, px, at, text in lay.xticks:
             pygame.draw.line(surface, AXIS, (px, plot.bottom), (px, plot.bottom + TICK - 1))
-            if r is not None:
-                self._text_at(surface, font, text, DIM, r)
+            if at is not None:
+                self._text_at(surface, font, text, DIM, at)
         if spec.note is not None:
             return
         series = lay.series
@@ -940,7 +976,7 @@ class QuantityGraph(_Painted):
                     if xlo <= m <= xhi:
                         mx = int(round(float(_xs(np.array([m]), xlo, xhi, plot)[0])))
                         pygame.draw.line(surface, MARKER, (mx, plot.y), (mx, plot.bottom))
-            for key, (t, x, y, brk, _) in series.items():
+            for key, (t, x, y, brk, *_) in series.items():
                 sx = _xs(t if spec.time else x, xlo, xhi, plot)
                 sy = _ys(y, ylo, yhi, plot)
                 _runs(surface, spec.colours[key], sx, sy, brk)

@@ -240,37 +240,36 @@ class ControlPanel:
         self.actions[menu] = action
         self._menus[attr] = (options, rect, action, kw)
 
-    #: px of the graph's pickers' row: its key labels, the log button, the gaps.
-    PICK_KEY, PICK_LOG, PICK_GAP = 12, 40, 4
+    #: px of the graph's pickers' row: the log button, the gaps. Each list is as wide as
+    #: its drop-down: two of 118 px show a 12-character option whole ("E→soft links").
+    PICK_LOG, PICK_GAP = 40, 4
 
     def _build_plot_picker(self) -> None:
         """The graph's pickers, in its top row under the panel (the panel has no row to
         spare at 1280 x 800): the quantity (U, Shift+U), what it is plotted against (J,
         time first) and the scale of |y| (Alt+U). Drop-downs of the window, not of the
-        panel's rows: they do not scroll with them."""
+        panel's rows: they do not scroll with them. Their keys are written under them,
+        at the end of the graph's legend row."""
         from ..quantities import AXES, QUANTITIES, TIME
         self.plot_picker = rect = self.app.plot_header()
         if rect is None:
             return
-        k, lw, gap = self.PICK_KEY, self.PICK_LOG, self.PICK_GAP
-        room = rect.w - 2 * k - lw - 3 * gap
-        xw = room * 9 // 20
-        yw = room - xw
+        lw, gap = self.PICK_LOG, self.PICK_GAP
+        yw = (rect.w - lw - 2 * gap) // 2
+        xw = rect.w - lw - 2 * gap - yw
         names = list(QUANTITIES)
         ys = [QUANTITIES[n].label for n in names]
         xs = [TIME, *ys]
         up = pygame_gui.core.ObjectID(class_id="@up_menu")
-        key = pygame_gui.core.ObjectID(object_id="#label")
+        # Built showing the choice: a pick of the option shown is no change, no command
+        # (built on their first options, "time" could not be picked on a cloth).
+        shown = self._plot_state()
         x = rect.x
-        UILabel(pygame.Rect(x, rect.y, k, rect.h), "U", manager=self.manager, object_id=key)
-        x += k
-        self._menu("plot_y", ys, ys[0], pygame.Rect(x, rect.y, yw, rect.h),
+        self._menu("plot_y", ys, shown["plot_y"], pygame.Rect(x, rect.y, yw, rect.h),
                    lambda text: self.app.do("plot_y", names[ys.index(text)]),
                    container=None, object_id=up)
         x += yw + gap
-        UILabel(pygame.Rect(x, rect.y, k, rect.h), "J", manager=self.manager, object_id=key)
-        x += k
-        self._menu("plot_x", xs, xs[0], pygame.Rect(x, rect.y, xw, rect.h),
+        self._menu("plot_x", xs, shown["plot_x"], pygame.Rect(x, rect.y, xw, rect.h),
                    lambda text: self.app.do("plot_x", AXES[xs.index(text)]),
                    container=None, object_id=up)
         x += xw + gap

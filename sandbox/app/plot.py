@@ -167,16 +167,15 @@ class Plot:
         fr = self._frame()
         note = Q.problem(c, fr)
         keys = [src.key for src in Q.curves(c, fr)] if note is None else []
+        # The ghost's integrator is named by its label in the scene; here its colour.
         names = {k: INTEGRATORS[k].label if k in INTEGRATORS else k for k in keys}
-        if s.ghost is not None and "ghost" in names:
-            names["ghost"] = f"ghost {s.ghost.integrator.label}"
         title = f"{yq.label} against {xq.label if xq else 'time'} (U, J)"
         if c.phase_axis() is not None:
             title = f"phase: {title}"
         xlabel = f"{xq.label} ({xq.unit})" if xq is not None else "time (s)"
-        return PlotSpec(title, yq.axis(s.followed), xlabel, log=c.log, time=xq is None,
+        return PlotSpec(title, yq.words(s.followed), xlabel, log=c.log, time=xq is None,
                         note=note, colours={k: self.colour(k) for k in keys}, names=names,
-                        unit=yq.unit)
+                        unit=yq.unit, keys="U J Alt+U")
 
     def draw(self, surface: pygame.Surface, rect: pygame.Rect, picker: bool) -> PlotLayout:
         """The graph in ``rect``; ``picker``: the panel's pickers are in its top row."""
