@@ -279,3 +279,17 @@ def test_each_setting_is_in_the_help_with_its_keys():
     for st in SETTINGS.values():
         for specs, sign in ((st.more, +1), (st.less, -1)):
             assert f"{' / '.join(spec_label(k) for k in specs)}: {st.help(sign)}" in text
+
+
+def test_the_ghost_takes_every_new_setting_with_the_world():
+    s = Session(scene_from_spec(parse_level(BALL, "ball.toml"), "ball.toml", None))
+    s.set_ghost("rk4")
+    s.advance([H] * 5)
+    for name, value in (("gravity", 4.0), ("drag", 0.5), ("wind", -3.0),
+                        ("restitution", 0.3), ("friction", 0.7)):
+        s.set_setting((name, value))
+    g, w = s.ghost.config, s.world.config
+    assert g.integrator == "rk4" != w.integrator
+    assert (g.gravity, g.drag, g.restitution, g.friction) == (w.gravity, w.drag, w.restitution,
+                                                              w.friction) == (
+        (-1.5, -4.0), 0.5, 0.3, 0.7)

@@ -588,16 +588,18 @@ class Session:
         value = st.clip(value)
         if self.setting(name) == value:
             return
-        field, before = self.world.config.gravity, self.world.energy()["total"]
-        uniform = self.uniform
-        for w in self.worlds():
-            config, uniform = apply_setting(w.config, self.uniform, name, value)
-            w.configure(config)
+        config, uniform = apply_setting(self.world.config, self.uniform, name, value)
+        moved = config.gravity != self.world.config.gravity
+        before = self.world.energy()["total"] if moved else 0.0
+        self.world.configure(config)
+        if self.ghost is not None:
+            self.ghost.configure(apply_setting(self.ghost.config, self.uniform, name,
+                                               value)[0])
         self.uniform = uniform
         self.log.record("set", name, value)
         if self.ensemble is not None:
             self._seed_ensemble(keep_marks=False)     # another world: started again
-        if self.world.config.gravity != field:
+        if moved:
             self._e_ref += self.world.energy()["total"] - before
             self._e_scale = max(self._e_scale, energy_scale(self.world))
             self.on_segment(f"{st.label} {st.show(value)}", merge=True)
