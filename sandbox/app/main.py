@@ -67,7 +67,7 @@ from .plot import Plot
 from .plot import header_rect as plot_header_rect
 from .record import MODULES as CLIP_MODULES
 from .record import ClipRecorder
-from .render import BACKGROUND, WorldRenderer
+from .render import BACKGROUND, WorldRenderer, drawn_radii, reach_into
 from .session import (  # noqa: F401 - re-exported: the app's public scene API
     SPEEDS,
     Scene,
@@ -1166,40 +1166,47 @@ class App:
 
     def ghost_label_rect(self, gx: np.ndarray, size: tuple[int, int]) -> pygame.Rect | None:
         """Where the ghost's label goes: of the places around the ghost's moving bodies
-        (above right, below, right, left, ...), inside the scene's free area, the one
-        that covers the fewest particles of the world and the ghost, a pinned one
-        counting ``PINNED_WEIGHT`` (above right, the only place tried before, lay on the
-        pendulums' pivot and the bridge's right anchor); the place last chosen while it
-        is as good as any, so the label does not hop."""
+        (above right, below, right, left, ...; around their drawn discs, not their
+        centres), inside the scene's free area, the one whose drawn discs of the world
+        and the ghost reach into it least, a pinned one counting ``PINNED_WEIGHT``, off
+        the caption and the level's body labels; the place last chosen while it is as
+        good as any, so the label does not hop. Above right, the only place tried once,
+        lay on the pendulums' pivot and the bridge's right anchor; placed by the balls'
+        centres, the label lay on the cradle's balls."""
         s = self.session
         cam = self.camera
-        movable = s.ghost.particles.inv_mass > 0
-        pts = cam.to_screen(gx[movable] if movable.any() else gx)
-        pts = pts[np.isfinite(pts).all(axis=1)]
-        if not len(pts):
+        ghost_view = s.ghost.view()
+        movable = ~np.asarray(ghost_view.pinned, bool)
+        use = movable if movable.any() else np.ones(len(gx), bool)
+        pts = cam.to_screen(gx[use])
+        rad = drawn_radii(ghost_view, cam.scale)[use]
+        ok = np.isfinite(pts).all(axis=1)
+        if not ok.any():
             return None
+        pts, rad = pts[ok], rad[ok]
         w, h = size
-        (x0, y0), (x1, y1) = pts.min(axis=0), pts.max(axis=0)
+        (x0, y0), (x1, y1) = (pts - rad[:, None]).min(axis=0), (pts + rad[:, None]).max(axis=0)
         cx, cy = (x0 + x1) / 2 - w / 2, (y0 + y1) / 2 - h / 2
-        places = [(x1 + 8, y0 - h - 4), (cx, y1 + 10), (x1 + 10, cy), (x0 - w - 10, cy),
-                  (cx, y0 - h - 10), (x0 - w - 8, y0 - h - 4), (x1 + 8, y1 + 4),
-                  (x0 - w - 8, y1 + 4)]
-        obstacles, weights = self._label_obstacles(gx)
+        high = y0 - 2 * h - 12                          # a row above the level's labels
+        places = [(x1 + 8, y0 - h - 4), (cx, y1 + 8), (x1 + 8, cy), (x0 - w - 8, cy),
+                  (cx, y0 - h - 8), (x0 - w - 8, y0 - h - 4), (x1 + 8, y1 + 4),
+                  (x0 - w - 8, y1 + 4), (cx, high), (x1 + 8, high), (x0 - w - 8, high)]
+        obstacles, radii, weights = self._label_obstacles(gx, ghost_view)
         sx, sy, sw, sh = self.safe_area()
         _, said = self.overlay.messages_layout(self.size, *self._messages_args())
+        named = [r for r in self.label_rects if r is not None]
         scores = []
         rects = []
         for px, py in places:
             x = float(np.clip(px, sx + 4, max(sx + 4, sx + sw - w - 4)))
             y = float(np.clip(py, sy + 4, max(sy + 4, sy + sh - h - 4)))
             r = pygame.Rect(int(x), int(y), w, h)
-            near = r.inflate(12, 8)
-            inside = ((obstacles[:, 0] >= near.left) & (obstacles[:, 0] < near.right)
-                      & (obstacles[:, 1] >= near.top) & (obstacles[:, 1] < near.bottom))
+            inside = reach_into(r.inflate(4, 4), obstacles, radii)
             # Pushed into the free area, a place may land on the bodies: moved costs.
             score = float(weights[inside].sum()) + abs(x - px) / 50 + abs(y - py) / 50
             if said is not None and r.colliderect(said):   # drawn over it: unseen
                 score += 1000.0
+            score += 1000.0 * sum(r.colliderect(n) for n in named)
             scores.append(score)
             rects.append(r)
         best = int(np.argmin(scores))
@@ -1211,23 +1218,27 @@ class App:
 
     _label_place: int | None = None
 
-    def _label_obstacles(self, gx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Screen positions (px) of the world's and the ghost's particles, at most a few
-        thousand (every k-th of a cloth), and their weights (pinned ones heavier)."""
+    def _label_obstacles(self, gx: np.ndarray, ghost_view) -> tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]:
+        """Screen positions (px) of the world's and the ghost's particles as drawn, at
+        most a few thousand (every k-th of a cloth), their drawn radii (px) and their
+        weights (pinned ones heavier)."""
         w = self.world
-        xs = [w.particles.x, gx]
-        pinned = [w.particles.inv_mass == 0, self.session.ghost.particles.inv_mass == 0]
-        x = np.concatenate(xs)
-        weight = np.where(np.concatenate(pinned), float(self.PINNED_WEIGHT), 1.0)
+        view = self._view if self._view is not None else w.view()
+        x = np.concatenate([self._positions(w, self.session.x_before), gx])
+        radii = np.concatenate([drawn_radii(view, self.camera.scale),
+                                drawn_radii(ghost_view, self.camera.scale)])
+        pinned = np.concatenate([view.pinned, ghost_view.pinned])
+        weight = np.where(pinned, float(self.PINNED_WEIGHT), 1.0)
         step = max(len(x) // 4000, 1)
         if step > 1:
             keep = np.zeros(len(x), bool)
             keep[::step] = True
             keep |= weight > 1                          # every pin counts
-            x, weight = x[keep], weight[keep]
+            x, radii, weight = x[keep], radii[keep], weight[keep]
         pts = self.camera.to_screen(x)
         ok = np.isfinite(pts).all(axis=1)
-        return pts[ok], weight[ok]
+        return pts[ok], radii[ok], weight[ok]
 
     def present(self) -> None:
         if self.screen is not None:

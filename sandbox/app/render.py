@@ -95,7 +95,7 @@ def body_label_rects(cam: Camera, labels, sizes, view: WorldView,
 
     x = view.x if x is None else x
     pinned = np.asarray(view.pinned, bool)
-    r_px = np.maximum(mass_radius_px(view, cam.scale), np.where(pinned, 4.0, 1.5))
+    r_px = drawn_radii(view, cam.scale)
     every = cam.to_screen(x)
     ok = np.isfinite(every).all(axis=1)
     every, every_r = every[ok], r_px[ok]
@@ -156,14 +156,28 @@ def body_label_rects(cam: Camera, labels, sizes, view: WorldView,
     return out
 
 
+def reach_into(rect: pygame.Rect, centres: np.ndarray, radii) -> np.ndarray:
+    """Which discs (``centres (n, 2)`` px, ``radii`` px) reach into ``rect``: those
+    whose nearest point of the rectangle lies inside the disc. A label is tested with
+    its rect grown 2 px each way, so text never touches a ball (the ghost's label was
+    placed by the balls' centres alone, and lay over the cradle's balls)."""
+    nx = np.clip(centres[:, 0], rect.left, rect.right)
+    ny = np.clip(centres[:, 1], rect.top, rect.bottom)
+    return np.hypot(centres[:, 0] - nx, centres[:, 1] - ny) < radii
+
+
+def drawn_radii(view: WorldView, scale: float) -> np.ndarray:
+    """Each particle's drawn size as a disc (px): its own disc, a pin's square, at least
+    a dot."""
+    pinned = np.asarray(view.pinned, bool)
+    return np.maximum(mass_radius_px(view, scale), np.where(pinned, 4.0, 1.5))
+
+
 def _label_cost(rect: pygame.Rect, centres: np.ndarray, radii: np.ndarray,
                 placed: list[pygame.Rect]) -> int:
     """What a label at ``rect`` would lie on: the particles whose drawn disc reaches
     into it (2 px around it), and 100 for each label already there."""
-    near = rect.inflate(4, 4)
-    nx = np.clip(centres[:, 0], near.left, near.right)
-    ny = np.clip(centres[:, 1], near.top, near.bottom)
-    hits = int(np.count_nonzero(np.hypot(centres[:, 0] - nx, centres[:, 1] - ny) < radii))
+    hits = int(np.count_nonzero(reach_into(rect.inflate(4, 4), centres, radii)))
     return hits + 100 * sum(rect.colliderect(o) for o in placed)
 
 
