@@ -451,6 +451,22 @@ def check_redo(app, b):
     assert len(app.world.shapes) == 1
 
 
+def check_new_level(app, b):
+    """Ctrl+N in build mode empties the level (the world keeps its settings) and Ctrl+Z
+    brings back what was there."""
+    app.do("toggle_build")
+    app.do("set_tool", "box")
+    ev.post(*ev.drag((100, 300), (200, 350)))
+    app.frame(H)
+    assert len(app.world.shapes) == 1
+    gravity = app.world.config.gravity
+    press(app, b.key, b.mods)
+    assert app.editor is not None and len(app.world.shapes) == 0 and app.world.n == 0
+    assert app.world.config.gravity == gravity
+    app.do("undo")
+    assert len(app.world.shapes) == 1
+
+
 def check_build_delete(app, b):
     app.do("toggle_build")
     app.do("set_tool", "box")
