@@ -83,6 +83,7 @@ from .trails import (
     default_trails,
     draw_trails,
 )
+from .velocity import velocity_line
 
 DEFAULT_LEVEL = "playground"
 _POINTER_EVENTS = (pygame.MOUSEMOTION, pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP)
@@ -1042,6 +1043,7 @@ class App:
             f"cost ms     physics {ms['physics']:5.1f} · draw {ms['draw']:5.1f} · flip "
             f"{ms['present']:4.1f}",
             self._energy_line(),
+            velocity_line(w),           # which v the K and the graphs read (velocity.py)
             ghost,
             ("V: the short HUD · H or F1: keys", DIM),
         ]
