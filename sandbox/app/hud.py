@@ -6,11 +6,13 @@ energy graph is ``graph.py``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import pygame
 
 from ..resources import assets_dir
-from .keymap import MOUSE_HELP, help_lines
+from .keymap import HELP_PAGING, MOUSE_HELP, help_lines
+from .keymap import key_name as key_label_of
 from .render import STRAIN_LABELS, STRAIN_RGB
 
 TEXT = (222, 226, 235)
@@ -242,70 +244,170 @@ def wrap(font: pygame.font.Font, text: str, width: int) -> list[str]:
     return lines
 
 
+#: px: the least width of a column of the help (a key, and 30-odd characters of what it
+#: does beside it); a window wide enough for two gets two, for three three.
+HELP_COLUMN = 440
+HELP_MARGIN = 8                 # px around the help's panel
+HELP_PAD = 16                   # px inside it
+HELP_GAP = 28                   # px between its columns
+
+
+@dataclass
+class HelpPage:
+    """One page of the help: its panel's ``rect`` and its ``items``, each ``(rect, text,
+    colour, big)`` in window pixels (``big``: the title's font, else the HUD's)."""
+
+    rect: pygame.Rect
+    items: list[tuple[pygame.Rect, str, tuple, bool]] = field(default_factory=list)
+    columns: int = 1
+
+
+def _help_pages(fonts: Fonts, size: tuple[int, int], title: str, description: str
+                ) -> list[HelpPage]:
+    """The help's pages for a window of ``size`` (see :meth:`Overlay.help_pages`)."""
+    f, big = fonts.text, fonts.big
+    line = f.get_linesize()
+    W, H = int(size[0]), int(size[1])
+    inner_w = max(W - 2 * HELP_MARGIN - 2 * HELP_PAD, 160)
+    rows = [*help_lines(), ("", ""), *MOUSE_HELP]
+    key_w = max(f.size(k)[0] for k, _ in rows) + 14
+    columns = max(1, min(3, (inner_w + HELP_GAP) // (HELP_COLUMN + HELP_GAP)))
+    col_w = (inner_w - HELP_GAP * (columns - 1)) // columns
+    key_w = min(key_w, col_w // 2)
+    text_w = col_w - key_w
+    blocks = [(k, wrap_text(f, t, text_w) if t else []) for k, t in rows]
+    heading = "Keys and mouse"
+    first_head = [(heading, TEXT, True)]
+    if title:
+        first_head.append((title, KEY, False))
+    if description:
+        first_head += [(t, TEXT, False) for t in wrap_text(f, description, inner_w)]
+    head_h = {True: big.get_linesize() + 6, False: line}
+
+    def height(head) -> int:
+        return sum(head_h[b] for _, _, b in head) + 10
+
+    # Rows into columns, columns into pages: page 1 under the level's description.
+    foot_h = line * len(wrap_text(f, help_footer(2), inner_w))
+    room = max(H - 2 * HELP_MARGIN - 2 * HELP_PAD - foot_h - 10, 4 * line)
+    laid: list[list[list[tuple[str, list[str]]]]] = []
+    page: list[list[tuple[str, list[str]]]] = [[]]
+    used = 0
+    for k, lines in blocks:
+        head = first_head if not laid else [(heading, TEXT, True)]
+        limit = room - height(head)
+        need = max(len(lines), 1) * line
+        if not lines and used == 0:
+            continue                                # a spacer at a column's top
+        if used + need > limit and used > 0:
+            if len(page) < columns:
+                page.append([])
+            else:
+                laid.append(page)
+                page = [[]]
+            used = 0
+            if not lines:
+                continue
+        page[-1].append((k, lines))
+        used += need
+    laid.append(page)
+
+    n = len(laid)
+    rows_h = max((sum(max(len(ls), 1) * line for _, ls in c) for page in laid for c in page),
+                 default=0)
+    foot = wrap_text(f, help_footer(n), inner_w)
+    tallest = max(height(first_head), height([(heading, TEXT, True)]))
+    h = min(tallest + rows_h + 10 + line * len(foot) + 2 * HELP_PAD, H - 2 * HELP_MARGIN)
+    rect = pygame.Rect(0, 0, inner_w + 2 * HELP_PAD, h)
+    rect.center = (W // 2, H // 2)
+    pages = []
+    for p, cols in enumerate(laid):
+        head = list(first_head) if p == 0 else [(heading, TEXT, True)]
+        if n > 1:
+            head[0] = (f"{heading} ({p + 1} of {n})", TEXT, True)
+        items: list[tuple[pygame.Rect, str, tuple, bool]] = []
+        y = rect.y + HELP_PAD
+        for text, colour, is_big in head:
+            font = big if is_big else f
+            items.append((pygame.Rect((rect.x + HELP_PAD, y), font.size(text)), text, colour,
+                          is_big))
+            y += head_h[is_big]
+        y += 10
+        for c, col in enumerate(cols):
+            x = rect.x + HELP_PAD + c * (col_w + HELP_GAP)
+            yy = y
+            for k, lines in col:
+                if k:
+                    items.append((pygame.Rect((x, yy), f.size(k)), k, KEY, False))
+                for t in lines:
+                    items.append((pygame.Rect((x + key_w, yy), f.size(t)), t, TEXT, False))
+                    yy += line
+                if not lines:
+                    yy += line
+        yy = rect.bottom - HELP_PAD - line * len(foot)
+        for t in foot:
+            items.append((pygame.Rect((rect.x + HELP_PAD, yy), f.size(t)), t, DIM, False))
+            yy += line
+        pages.append(HelpPage(rect.copy(), items, columns))
+    return pages
+
+
+def help_footer(pages: int) -> str:
+    """The help's last line: how to close it, and with more than one page how to turn
+    them (the keys of :data:`keymap.HELP_PAGING` and the wheel)."""
+    close = "H, F1 or Esc: close"
+    if pages < 2:
+        return close
+    nxt = " or ".join(key_label_of(k) for k, step in HELP_PAGING.items() if step > 0)
+    back = " or ".join(key_label_of(k) for k, step in HELP_PAGING.items() if step < 0)
+    return f"{nxt} or the wheel: next page · {back}: back · {close}"
+
+
 class Overlay:
-    """Help overlay (cached: built once from the keymap), banner and messages."""
+    """Help overlay (laid out per window size from the keymap, in pages), banner and
+    messages."""
 
     def __init__(self, fonts: Fonts) -> None:
         self.fonts = fonts
-        self._help: pygame.Surface | None = None
+        self._pages: list[HelpPage] = []
+        self._pages_key: tuple | None = None
+        self._page_surfaces: dict[int, pygame.Surface] = {}
         self._wrapped: dict[tuple[str, int], list[str]] = {}   # (message, width) -> lines
 
-    def help_surface(self) -> pygame.Surface:
-        """Every keymap line and the mouse gestures, in two columns (built once)."""
-        if self._help is None:
-            f = self.fonts.text
-            rows = [*help_lines(), ("", ""), *MOUSE_HELP]
-            half = (len(rows) + 1) // 2
-            if rows[half - 1] == ("", ""):
-                half -= 1
-            columns = [rows[:half], rows[half:]]
-            rendered = [[(f.render(k, True, KEY), f.render(t, True, TEXT)) for k, t in col]
-                        for col in columns]
-            key_w = [max(k.get_width() for k, _ in col) + 18 for col in rendered]
-            text_w = [max(t.get_width() for _, t in col) for col in rendered]
-            title = self.fonts.big.render("Keys and mouse", True, TEXT)
-            step = f.get_linesize()
-            gap = 36
-            w = sum(key_w) + sum(text_w) + gap + 40
-            h = title.get_height() + 14 + step * max(len(c) for c in rendered) + 36
-            surf = pygame.Surface((w, h), pygame.SRCALPHA)
-            surf.fill((8, 10, 14, 242))
-            pygame.draw.rect(surf, (80, 86, 104), surf.get_rect(), 1)
-            surf.blit(title, (20, 14))
-            x = 20
-            for col, kw, tw in zip(rendered, key_w, text_w, strict=True):
-                y = 14 + title.get_height() + 12
-                for k, t in col:
-                    surf.blit(k, (x, y))
-                    surf.blit(t, (x + kw, y))
-                    y += step
-                x += kw + tw + gap
-            self._help = surf
-        return self._help
+    def help_pages(self, size: tuple[int, int], title: str = "",
+                   description: str = "") -> list[HelpPage]:
+        """The help laid out for a window of ``size``: every keymap line and the mouse
+        gestures in the HUD's own font (never scaled down: at 800 x 600 the two columns
+        shrunk to 45 % were unreadable), in as many columns as fit at least
+        ``HELP_COLUMN`` px wide (a line's text wrapped under itself), and on as many
+        pages as the rows need; the level's name and description head the first page,
+        the keys that turn pages (:data:`keymap.HELP_PAGING`) close every page. Kept per
+        size and level."""
+        key = (tuple(size), title, description)
+        if self._pages_key != key:
+            self._pages = _help_pages(self.fonts, size, title, description)
+            self._pages_key = key
+            self._page_surfaces = {}
+        return self._pages
 
-    def draw_help(self, surface: pygame.Surface, title: str = "",
-                  description: str = "") -> None:
-        """The help, centred, under the level's name and description (wrapped to the
-        help's width); scaled down to fit a small window."""
-        s = self.help_surface()
-        if description:
-            f = self.fonts.text
-            lines = wrap(f, description, s.get_width() - 40)
-            step = f.get_linesize()
-            head_h = 18 + step * (len(lines) + 1)
-            both = pygame.Surface((s.get_width(), head_h + s.get_height()), pygame.SRCALPHA)
-            both.fill((8, 10, 14, 242))
-            both.blit(f.render(title, True, KEY), (20, 10))
-            for k, line in enumerate(lines):
-                both.blit(f.render(line, True, TEXT), (20, 10 + step * (k + 1)))
-            both.blit(s, (0, head_h), special_flags=pygame.BLEND_RGBA_MAX)
-            s = both
-        fit = min((surface.get_width() - 16) / s.get_width(),
-                  (surface.get_height() - 16) / s.get_height(), 1.0)
-        if fit < 1.0:
-            size = (max(int(s.get_width() * fit), 1), max(int(s.get_height() * fit), 1))
-            s = pygame.transform.smoothscale(s, size)
-        surface.blit(s, s.get_rect(center=surface.get_rect().center))
+    def draw_help(self, surface: pygame.Surface, title: str = "", description: str = "",
+                  page: int = 0) -> int:
+        """Page ``page`` of the help (clamped to the pages there are) over ``surface``;
+        returns the page drawn."""
+        pages = self.help_pages(surface.get_size(), title, description)
+        page = min(max(int(page), 0), len(pages) - 1)
+        made = self._page_surfaces.get(page)
+        if made is None:
+            p = pages[page]
+            made = pygame.Surface(p.rect.size, pygame.SRCALPHA)
+            made.fill((8, 10, 14, 250))         # the scene behind it barely shows
+            pygame.draw.rect(made, (80, 86, 104), made.get_rect(), 1)
+            for r, text, colour, big in p.items:
+                font = self.fonts.big if big else self.fonts.text
+                made.blit(font.render(text, True, colour), (r.x - p.rect.x, r.y - p.rect.y))
+            self._page_surfaces[page] = made
+        surface.blit(made, pages[page].rect.topleft)
+        return page
 
     def banner(self, surface: pygame.Surface, title: str, detail: str, top: int = 14,
                width: int | None = None) -> pygame.Rect:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import pygame
 
-from .keymap import lookup, normalise_mods
+from .keymap import HELP_PAGING, lookup, normalise_mods
 
 PICK_RADIUS_PX = 20.0
 #: A selecting press that moves less than this (px) is a click, not a drag.
@@ -108,6 +108,14 @@ class Input:
             self._mods |= _MOD_KEYS[key]
         repeat = key in self.held                  # auto-repeat: the key is still down
         self.held.add(key)
+        if self.app.show_help and (key in HELP_PAGING or key == pygame.K_ESCAPE):
+            # The help's own keys while it shows: its pages, and Esc closes it (it
+            # quit the window from under the help).
+            if key == pygame.K_ESCAPE:
+                self.app.do("toggle_help")
+            else:
+                self.app.do("help_page", HELP_PAGING[key])
+            return
         # KEYDOWN carries `mod` in real pygame-ce; the keyboard state is the fallback.
         mod = getattr(event, "mod", None)
         b = lookup(key, self.mods() if mod is None else (mod | self._mods))
@@ -199,6 +207,10 @@ class Input:
             steps = getattr(event, "y", 0)
         if getattr(event, "flipped", False):
             steps = -steps
+        if self.app.show_help:                     # the help's pages, not the zoom
+            if steps:
+                self.app.do("help_page", -1 if steps > 0 else +1)
+            return
         at = getattr(event, "pos", None) or self.mouse
         self.app.camera.zoom_at(at, 1.15 ** float(np.clip(steps, -10, 10)))
 

@@ -174,6 +174,13 @@ MOUSE_HELP: list[tuple[str, str]] = [
 ]
 
 
+#: While the help shows, these keys turn its pages (+1 next, -1 back), as the wheel does;
+#: H, F1 or Esc close it. They are the help's own: the scene's meaning of them (zoom,
+#: pan) waits until it is closed. The help's last line lists them.
+HELP_PAGING: dict[int, int] = {pygame.K_PAGEDOWN: +1, pygame.K_DOWN: +1,
+                               pygame.K_PAGEUP: -1, pygame.K_UP: -1}
+
+
 def normalise_mods(mod: int) -> int:
     """An event's ``mod`` reduced to SHIFT | CTRL | ALT (either side; locks ignored)."""
     out = NONE
@@ -199,15 +206,19 @@ _NAMES = {"escape": "Esc", "page up": "PgUp", "page down": "PgDn", "[+]": "Keypa
           "[-]": "Keypad -", "left": "Left", "right": "Right", "up": "Up", "down": "Down"}
 
 
+def key_name(key: int) -> str:
+    """``"I"``, ``"F12"``, ``"PgDn"``: a key as the help shows it."""
+    name = pygame.key.name(key)
+    if name in _NAMES:
+        return _NAMES[name]
+    if len(name) == 1:
+        return name.upper()
+    return name[:1].upper() + name[1:]
+
+
 def key_label(b: Binding) -> str:
     """``"Shift+I"``, ``"F12"``, ``"Space"``: a binding as the help shows it."""
-    name = pygame.key.name(b.key)
-    if name in _NAMES:
-        name = _NAMES[name]
-    elif len(name) == 1:
-        name = name.upper()
-    else:
-        name = name[:1].upper() + name[1:]
+    name = key_name(b.key)
     prefix = "".join(p for m, p in ((CTRL, "Ctrl+"), (ALT, "Alt+"), (SHIFT, "Shift+"))
                      if b.mods & m)
     return prefix + name

@@ -169,6 +169,7 @@ class App:
 
         self.running = True
         self.show_help = False
+        self.help_page = 0                # the help's page (PgDn / PgUp while it shows)
         self.show_graph = True
         self.show_panel = True
         self.show_trails = True
@@ -215,6 +216,7 @@ class App:
             "change_setting": s.change_setting, "set_setting": s.set_setting,
             "reset": self.reset, "level": self.change_level,
             "toggle_graph": self.toggle_graph, "toggle_help": self.toggle_help,
+            "help_page": self.turn_help_page,
             "toggle_ghost": s.toggle_ghost, "cycle_ghost": s.cycle_ghost,
             "pan": self.pan, "zoom": self.zoom, "reset_view": self.reset_view,
             "screenshot": self.screenshot, "save_snapshot": self.save_snapshot,
@@ -379,7 +381,9 @@ class App:
                 self.pointer = tuple(event.pos)
             if event.type in _INPUT_EVENTS:
                 self._first_input()
-            if self.show_panel and self.panel is not None:
+            # The help covers the panel: its keys and the wheel are the help's.
+            helping = self.show_help and event.type in (pygame.KEYDOWN, pygame.MOUSEWHEEL)
+            if self.show_panel and self.panel is not None and not helping:
                 try:
                     if self.panel.process(event):
                         if event.type == pygame.KEYUP:
@@ -551,6 +555,12 @@ class App:
 
     def toggle_help(self) -> None:
         self.show_help = not self.show_help
+        self.help_page = 0
+
+    def turn_help_page(self, step: int = 1) -> None:
+        """The help's next (``step`` > 0) or previous page; drawing keeps it to the pages
+        the window's size gives."""
+        self.help_page = max(self.help_page + (1 if step > 0 else -1), 0)
 
     def toggle_panel(self) -> None:
         self.show_panel = not self.show_panel
@@ -1144,7 +1154,8 @@ class App:
             self.panel.update(self.last_dt if math.isfinite(self.last_dt) else 0.0)
             self.panel.draw(surf)
         if self.show_help:
-            self.overlay.draw_help(surf, self.scene.title, self.scene.description)
+            self.help_page = self.overlay.draw_help(surf, self.scene.title,
+                                                    self.scene.description, self.help_page)
 
     def _draw_build(self, surf: pygame.Surface) -> None:
         """The selection, a drag of it, the box being drawn and the gesture under way,
