@@ -433,16 +433,17 @@ def test_drape_friction_holds_the_middle_on_the_ball():
 # --------------------------------------------------------------------------- pile
 
 def test_pile_friction_keeps_a_slope():
-    """After 10 s (measured): with the level's friction (0.4) the 240 balls stand in a
-    heap around the wedge (their x spread, one standard deviation, 1.15 m) and none
-    reaches the shelf at x > 1.6 m; frictionless, they spread like a liquid (1.67 m)
-    and 50 end up on the shelf."""
+    """After 10 s (measured; at rest from 9 s on): with the level's friction (0.4) the
+    240 balls stand in a heap around the wedge (their x spread, one standard deviation,
+    1.00 m) and 4 reach the shelf at x > 1.6 m; frictionless, they spread like a liquid
+    (1.62 m) and 23 end up on the shelf. (Before balls met at their time of impact, an
+    overlap pushed apart after the fact gave every impact energy: 47 reached the shelf.)"""
     world, _ = play(level("pile"))
     x = world.particles.x
-    assert x[:, 0].std() < 1.3 and (x[:, 0] > 1.6).sum() <= 5
+    assert x[:, 0].std() < 1.3 and (x[:, 0] > 1.6).sum() <= 6
     world, _ = play(level("pile", friction=0.0))
     x = world.particles.x
-    assert x[:, 0].std() > 1.5 and (x[:, 0] > 1.6).sum() >= 30
+    assert x[:, 0].std() > 1.5 and (x[:, 0] > 1.6).sum() >= 15
 
 
 # --------------------------------------------------------------------------- playground

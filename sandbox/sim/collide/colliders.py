@@ -55,6 +55,7 @@ from .broad import (
 from .contacts import BRUTE_PAIRS, MARGIN, SKIN, TOUCH, Contacts, _tolerances
 from .frame import FlatContacts
 from .geometry import HI_Y, LO_X, MU, WALL, E, _dot, box_polygon
+from .project import pair_impacts, pair_scratch
 from .records import Bounce, Grid, Moves, Rows, Rules, Shapes
 from .shapes import _GEOMETRY, _KIND, SHAPE_SETS, Boxes, Polygons, ShapeSet, Walls
 
@@ -217,6 +218,7 @@ class Colliders:
             pairs = self._neighbours(x1, r, exclude_pairs)
             if pairs is not None:
                 contacts.set_pairs(pairs, w, e_def, mu_def)
+                contacts.pair_impacts(x1, w)
         return contacts if contacts else None
 
     def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude,
@@ -331,7 +333,12 @@ class Colliders:
             return None
         rows = Rows(cp, cg, ref, depth, touched, stuck, nrm, spent, vhit, tau, ce, cmu,
                     _NO_NEAR)
-        return FlatContacts(x0, r, skin, touch, dx, t.shapes, rows, pairs, rule)
+        flat = FlatContacts(x0, r, skin, touch, dx, t.shapes, rows, pairs, rule)
+        if pairs is not None:
+            flat.scratch = pair_scratch(x1, pairs.i.size, pairs.nodes.size)
+            pair_impacts(Moves(x0, x1, w, r, dx), skin, touch, flat.pair_rows,
+                         flat.pstate.ptouched, flat.scratch)
+        return flat
 
 
     def frame_args(self, p, config, exclude, links, lam, zero_lam: bool, coefficients,

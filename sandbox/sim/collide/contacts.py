@@ -10,7 +10,9 @@ al., "Small Steps in Physics Simulation", 2019)::
                            path stops at its first hit and the rest slides along the hit
                            face, swept again against every shape, never into an earlier
                            hit's plane; a particle that starts on or inside a shape
-                           cannot move into the face it is on), the bounds walls
+                           cannot move into the face it is on), the bounds walls,
+                           the particle pairs (:meth:`Contacts.pair_impacts`: a pair
+                           that met this substep goes back to its time of impact)
     Contacts.project()     in every constraint iteration: particle pairs, then shapes,
                            then walls; out along the normal of the face the path crossed,
                            friction in position space (at most mu times the normal
@@ -196,6 +198,48 @@ class Contacts:
             self.pairs = _Pairs(L.i[k], L.j[k], L.a[k], L.b[k], L.nodes, L.reach[k],
                                 float(e), float(mu), np.zeros(k.size), np.zeros(k.size, bool),
                                 np.zeros(k.size, bool))
+
+    def pair_impacts(self, x1: np.ndarray, w: np.ndarray) -> None:
+        """Continuous detection between particles: a pair apart at the start of the
+        substep (farther than ``reach + touch``) whose paths end it overlapping by more
+        than ``skin`` met at the fraction ``t`` of the substep where ``|d0 + t (d1 -
+        d0)| = reach`` (``d`` the centre-to-centre vector at the start and the end).
+        Each movable particle goes back along its path to the earliest such time of its
+        pairs (``x0 + t (x1 - x0)``), as a swept particle stops at the shape it hits,
+        and its pairs count as touched; the velocity pass then bounces them from the
+        approach they had (the velocity without ``dx``).
+
+        Found only after the fact, the overlap would be pushed apart by the projection
+        and become velocity: in Newton's cradle the first and the last ball of the row
+        kept ~0.05 m/s they should not have, and every impact added energy."""
+        P = self.pairs
+        if P is None:
+            return
+        # In float64 whatever the world's float type, as the sweep: the compiled twin
+        # (``project.pair_impacts``) repeats these operations in this order.
+        x0, x1w = self.x0.astype(np.float64), x1.astype(np.float64)
+        d0 = x0[P.j] - x0[P.i]
+        d1 = x1w[P.j] - x1w[P.i]
+        reach = P.reach.astype(np.float64)
+        dd0 = _dot(d0, d0)
+        apart = dd0 > (reach + self.touch) * (reach + self.touch)
+        deep = _dot(d1, d1) < (reach - self.skin) * (reach - self.skin)
+        k = np.flatnonzero(apart & deep)
+        if not k.size:
+            return
+        e = d1[k] - d0[k]
+        a = _dot(e, e)
+        b = _dot(d0[k], e)
+        c = dd0[k] - reach[k] * reach[k]
+        t = (-b - np.sqrt(np.maximum(b * b - a * c, 0.0))) / a
+        first = np.ones(x1.shape[0])
+        np.minimum.at(first, P.i[k], t)
+        np.minimum.at(first, P.j[k], t)
+        rows = np.flatnonzero((first < 1) & (w > 0))
+        new = x0[rows] + first[rows, None] * (x1w[rows] - x0[rows])
+        self.dx[rows] += new - x1w[rows]
+        x1[rows] = new
+        P.touched[k] = True
 
     # --- continuous detection ------------------------------------------------------------
 

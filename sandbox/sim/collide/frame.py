@@ -55,7 +55,7 @@ from .broad import (
 )
 from .finish import finish, finish_into, finish_space
 from .jit import jit, jit_borrow
-from .project import pair_scratch, project
+from .project import pair_impacts, pair_scratch, project
 from .records import (
     Bodies,
     Bounce,
@@ -218,6 +218,8 @@ def _frame_steps(where, bodies, coef, links, shapes, rules, solve, vlist,
         cpairs = Pairs(pi[:P], pairs.pj[:P], pairs.pa[:P], pairs.pb[:P], nodes,
                        pairs.reach[:P])
         cstate = PairState(pdepth[:P], ptouched[:P], pstuck[:P])
+        if use:
+            pair_impacts(moves, skin, touch, cpairs, cstate.ptouched, pscratch)
         for _ in range(iterations):
             if has_links:
                 _sweep_factored(X, w, links)
@@ -249,7 +251,9 @@ def frame(x, x_prev, v, a, w, r, v_old, dx, bspace, rc, ca, c1s, c2s, at, h, v_t
     (``step_kernels.verlet_step`` with ``c1 = 0``: the velocity "later") and the two
     buffers swap roles; ``begin``; the Verlet list checked (``moved_less`` against
     half its ``pskin``) and rebuilt when stale (``pair_list`` with ``new_skin``,
-    ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``);
+    ``x_ref`` a copy of the positions), used if some pair can move (``any_moving``),
+    its pairs that met this substep put back at their time of impact
+    (``project.pair_impacts``);
     ``lam`` zeroed if ``zero_lam``; ``iterations`` times the links' sweep
     (``links``: ``serial_links.sweep_factored`` with the frame's ``link_factors``, one
     thread, the same bits as the parallel sweep) and the contacts' ``project``;

@@ -13,7 +13,7 @@ import numpy as np
 from .geometry import (
     _contact_distance,
 )
-from .jit import _as, _max, jit, jit_borrow, jit_inline
+from .jit import _as, _max, _min, jit, jit_borrow, jit_inline
 
 _RECIP = 1.0 / np.maximum(np.arange(64.0), 1.0)
 
@@ -169,6 +169,61 @@ def _project_pairs(moves, skin, pairs, state, mu, scratch):  # pragma: no cover 
         x[p, 1] += sy
         dx[p, 0] += sx
         dx[p, 1] += sy
+
+
+@jit_borrow
+def pair_impacts(moves, skin, touch, pairs, touched, scratch):  # pragma: no cover - compiled
+    """``Contacts.pair_impacts``: each movable particle back along its path to the
+    earliest time of impact of its ``pairs`` that met this substep (``touched`` set for
+    them), in float64 as the reference. ``scratch`` (:func:`pair_scratch`) lends its
+    ``ta`` for each node's earliest time and leaves it all zero again."""
+    x, w, x0, dx = moves.x1, moves.w, moves.x0, moves.dx
+    i, j, a, b, nodes, reach = pairs
+    first = scratch[3]
+    M = nodes.size
+    hits = 0
+    for k in range(i.size):
+        ii = np.uint64(i[k])
+        jj = np.uint64(j[k])
+        R = np.float64(reach[k])
+        d1x = np.float64(x[jj, 0]) - np.float64(x[ii, 0])
+        d1y = np.float64(x[jj, 1]) - np.float64(x[ii, 1])
+        if not (d1x * d1x + d1y * d1y < (R - skin) * (R - skin)):
+            continue
+        d0x = np.float64(x0[jj, 0]) - np.float64(x0[ii, 0])
+        d0y = np.float64(x0[jj, 1]) - np.float64(x0[ii, 1])
+        dd0 = d0x * d0x + d0y * d0y
+        if not dd0 > (R + touch) * (R + touch):
+            continue
+        ex = d1x - d0x
+        ey = d1y - d0y
+        qa = ex * ex + ey * ey
+        qb = d0x * ex + d0y * ey
+        qc = dd0 - R * R
+        t = (-qb - math.sqrt(_max(qb * qb - qa * qc, 0.0))) / qa
+        if hits == 0:
+            for mm in range(M):
+                first[mm, 0] = 1.0
+        hits += 1
+        ka = np.uint64(a[k])
+        kb = np.uint64(b[k])
+        first[ka, 0] = _min(first[ka, 0], t)
+        first[kb, 0] = _min(first[kb, 0], t)
+        touched[k] = True
+    if hits == 0:
+        return
+    for mm in range(M):
+        f = first[mm, 0]
+        first[mm, 0] = 0.0
+        p = np.uint64(nodes[mm])
+        if not (f < 1 and w[p] > 0):
+            continue
+        for d in range(2):
+            start = np.float64(x0[p, d])
+            end = np.float64(x[p, d])
+            new = start + f * (end - start)
+            dx[p, d] += new - end
+            x[p, d] = new
 
 
 @jit_borrow
