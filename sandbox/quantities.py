@@ -137,8 +137,11 @@ class Quantity:
         return self.needs(fr)
 
     def words(self, particle: int | None) -> str:
-        """The axis' words without the unit: ``"vx of particle 3"``."""
-        return self.text.format(particle="?" if particle is None else particle)
+        """The axis' words without the unit: ``"vx of particle 3"``; ``"vx of a
+        particle"`` while none is followed (the plot says to click one)."""
+        if particle is None:
+            return self.text.replace("particle {particle}", "a particle")
+        return self.text.format(particle=particle)
 
     def axis(self, particle: int | None) -> str:
         """The axis' words and unit: ``"vx of particle 3 (m/s)"``."""

@@ -162,3 +162,11 @@ def test_a_replay_file_holds_the_graph_choice_and_refuses_a_wrong_one():
                                    "level": {"name": "x", "text": ""}, "frames": [],
                                    "events": [[0, "plot", "energy", "time", 0]]})
     assert issubclass(ReplayError, ValueError)
+
+
+def test_a_particle_quantity_names_its_particle_or_says_none_is_followed():
+    # Seen in the window: with no particle followed the axis read "vx of particle ?".
+    assert Q.QUANTITIES["vx"].axis(3) == "vx of particle 3 (m/s)"
+    assert Q.QUANTITIES["vx"].axis(None) == "vx of a particle (m/s)"
+    assert Q.QUANTITIES["speed"].words(None) == "speed of a particle"
+    assert "?" not in "".join(q.axis(None) for q in Q.QUANTITIES.values())
