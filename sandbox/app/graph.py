@@ -39,6 +39,7 @@ from .hud import (
     TEXT,
     U_COLOUR,
     fmt,
+    wrap,
 )
 
 #: Relative drift is shown only when ``|E0| >= RELATIVE_MIN * (|K0| + |U0|)``.
@@ -855,7 +856,7 @@ class QuantityGraph(_Painted):
         if spec.note is None:
             self._place_xticks(font, axis, plot, out, spec)
         if spec.note is not None:
-            lines = wrap_words(font, spec.note, plot.w - 8)
+            lines = wrap(font, spec.note, plot.w - 8)
             top = plot.centery - len(lines) * line // 2
             out.note = [(pygame.Rect(plot.x + 4, top + k * line, font.size(s)[0], line), s,
                          DIM) for k, s in enumerate(lines)]
@@ -986,20 +987,6 @@ class QuantityGraph(_Painted):
                                            (int(sx[-1]), int(np.clip(sy[-1], -1e5, 1e5))), 3)
         finally:
             surface.set_clip(panel_clip)
-
-
-def wrap_words(font, text: str, width: int) -> list[str]:
-    """``text`` in lines no wider than ``width`` px, broken at spaces."""
-    out: list[str] = []
-    line = ""
-    for word in text.split():
-        trial = f"{line} {word}" if line else word
-        if line and font.size(trial)[0] > width:
-            out.append(line)
-            line = word
-        else:
-            line = trial
-    return out + ([line] if line else [])
 
 
 def _xs(values: np.ndarray, lo: float, hi: float, rect: pygame.Rect) -> np.ndarray:
