@@ -250,6 +250,8 @@ class Magnitude:
 GRAVITY_MAX = 50.0
 #: The strongest wind (m/s), either way: a gale.
 WIND_MAX = 20.0
+#: The most a level (or the window's slider) may soften its soft links: 100 times.
+SOFTNESS_MAX = 100.0
 
 
 class WorldSettings(_Spec):
@@ -285,6 +287,9 @@ class WorldSettings(_Spec):
     wind: Annotated[Float, Field(ge=-WIND_MAX, le=WIND_MAX)] = Field(
         0.0, description="horizontal wind, m/s (> 0 blows towards +x); it acts through "
                          "the air drag, a = drag * (wind - v), so it needs drag > 0")
+    link_softness: Annotated[NonNeg, Field(le=SOFTNESS_MAX)] = Field(
+        1.0, description="every soft link's compliance times this factor (0: every link "
+                         "rigid, 10: ten times as soft); rigid links stay rigid")
     collide_particles: Bool = Field(False, description="particles collide with each other")
     dtype: Literal["float64", "float32"] = Field("float64", description="particle arrays")
     constraint_method: Literal["xpbd", "lagrange", "rattle"] = Field(
@@ -1371,6 +1376,11 @@ def build_world(level: Level) -> World:
                 from None
     for shape in level.shapes:
         world.add_shape(shape.type, **shape.model_dump(exclude={"type"}))
+    if level.world.link_softness != 1.0:
+        try:
+            world.set_link_softness(level.world.link_softness)
+        except ValueError:      # soft links under Lagrange / RATTLE: start() says why
+            pass
     from .sim.lagrange import ConstraintMethodError
     try:
         world.start(level.world.h)

@@ -408,11 +408,9 @@ def _configured(world, **changes):
 
 
 def _set(world, held, args):
-    from .settings import SETTINGS
-    from .settings import apply as set_value
+    from .settings import SETTINGS, put
     value = int(args[1]) if SETTINGS[args[0]].integer else float(args[1])
-    config, held.uniform = set_value(world.config, held.uniform, args[0], value)
-    world.configure(config)
+    held.uniform = put(world, held.uniform, args[0], value)
     return world
 
 

@@ -26,6 +26,25 @@ The config holds only their sum (:meth:`Uniform.vector`, ``levels.uniform_field`
 the session keeps a :class:`Uniform` and every change goes through :func:`apply`, which
 returns the new config and the new :class:`Uniform` together; replay playback keeps its
 own the same way. Changing the drag with a wind blowing changes the field too.
+
+One row is held by the world itself (``on_world=True``), neither by its config nor by
+the uniform field: the links' own, ``World.<name>``, set by ``World.set_<name>``.
+
+``link_softness``  a factor (``[world] link_softness``, 0..100) on every soft link's own
+             compliance, the one its level gave it: 0 makes every link rigid, 1 gives
+             them back as built, 10 makes each ten times as soft (it stretches ten times
+             as far under the same load: a mass m hanging on a link of compliance
+             alpha stretches it by m g alpha). Rigid links stay rigid whatever the
+             factor. Its keys step through :data:`SOFTNESS_LADDER`, whose rungs the
+             panel's slider has too: a factor, not a compliance in m/N, because the
+             levels' soft links differ (a bridge's 1e-4 m/N, a jelly's 1e-5, a cloth's
+             bending links 1e-3) and a factor keeps each as its level made it,
+             relative to the others; a learner reads "3 times as soft". Lagrange
+             multipliers and RATTLE hold rigid links only: under them a factor that
+             would soften a link is refused (``World.set_link_softness``).
+
+:func:`read` and :func:`put` read and set any row on a world (:func:`value` and
+:func:`apply` the config's and the field's).
 """
 
 from __future__ import annotations
@@ -53,8 +72,11 @@ class Setting:
     <label>", "less <label>"); ``section``: the panel's "solver" rows, always shown, or
     its "world" rows, the physical parameters, shown when that section is open;
     ``uniform``: a face of the uniform field held by :class:`Uniform` (else the
-    ``WorldConfig`` field of the same name); ``needs``: another setting without which
-    this one does nothing while it is 0 (the wind needs air drag)."""
+    ``WorldConfig`` field of the same name); ``on_world``: held by the world itself
+    (``World.<name>``, ``World.set_<name>``); ``needs``: another setting without which
+    this one does nothing while it is 0 (the wind needs air drag); ``ladder``: the
+    values its keys and its slider step through, in order (``step`` is then one rung
+    of the slider); ``form``: how :meth:`show` writes the value (``"×{:g}"``)."""
 
     name: str
     label: str
@@ -67,6 +89,9 @@ class Setting:
     section: str = "solver"
     uniform: bool = False
     needs: str | None = None
+    on_world: bool = False
+    ladder: tuple[float, ...] = ()
+    form: str | None = None
 
     @cached_property
     def limits(self) -> tuple[float, float]:
@@ -108,9 +133,29 @@ class Setting:
         return f"'{self.name}' takes {kind} in {lo:g}..{hi:g}"
 
     def show(self, value: float) -> str:
-        """``"12"``, ``"0.30 1/s"``: the value as the panel and messages show it."""
-        text = f"{value:.{self.digits}f}"
+        """``"12"``, ``"0.30 1/s"``, ``"×3"``: the value as the panel and messages show
+        it."""
+        text = self.form.format(value) if self.form else f"{value:.{self.digits}f}"
         return f"{text} {self.unit}" if self.unit else text
+
+    def stepped(self, value: float, sign: int) -> float:
+        """The value one press of a key of ``more`` (``sign`` > 0) or ``less`` makes of
+        ``value``: the next rung of the ladder up or down (from between two rungs, the
+        nearer one that way; past the ends, the end), else ``value +- step``."""
+        if not self.ladder:
+            return value + sign * self.step
+        if sign > 0:
+            return next((r for r in self.ladder if r > value), self.ladder[-1])
+        return next((r for r in reversed(self.ladder) if r < value), self.ladder[0])
+
+    def rung(self, value: float) -> int:
+        """The index of the ladder's rung nearest ``value`` (on a log scale above 0):
+        where the panel's slider stands."""
+        def far(r: float) -> float:
+            if r == value:
+                return -1.0
+            return math.inf if r <= 0 or value <= 0 else abs(math.log(r / value))
+        return min(range(len(self.ladder)), key=lambda k: far(self.ladder[k]))
 
 
 @dataclass(frozen=True)
@@ -141,7 +186,10 @@ class Uniform:
 
 
 def value(config: WorldConfig, uniform: Uniform, name: str) -> float:
-    """The setting ``name``'s value in a world of ``config`` and ``uniform``."""
+    """The setting ``name``'s value in a world of ``config`` and ``uniform`` (a row held
+    by the world itself: ``ValueError``, :func:`read` it)."""
+    if SETTINGS[name].on_world:
+        raise ValueError(f"{name} is held by the world, not its config: settings.read")
     return getattr(uniform if SETTINGS[name].uniform else config, name)
 
 
@@ -149,7 +197,10 @@ def apply(config: WorldConfig, uniform: Uniform, name: str,
           new: float) -> tuple[WorldConfig, Uniform]:
     """``(config, uniform)`` with the setting ``name`` at ``new`` (already inside its
     limits): the config's field, or the uniform field's face, and the config's gravity
-    made again from them (a new drag moves the wind's share)."""
+    made again from them (a new drag moves the wind's share). A row held by the world
+    leaves both as they are (:func:`put` sets it)."""
+    if SETTINGS[name].on_world:
+        return config, uniform
     if SETTINGS[name].uniform:
         uniform = dataclasses.replace(uniform, **{name: new})
     else:
@@ -159,6 +210,28 @@ def apply(config: WorldConfig, uniform: Uniform, name: str,
         config = dataclasses.replace(config, gravity=gravity)
     return config, uniform
 
+
+def read(world, uniform: Uniform, name: str) -> float:
+    """The setting ``name``'s value in ``world`` (whose uniform field is ``uniform``)."""
+    if SETTINGS[name].on_world:
+        return getattr(world, name)
+    return value(world.config, uniform, name)
+
+
+def put(world, uniform: Uniform, name: str, new: float) -> Uniform:
+    """Set ``name`` to ``new`` (already inside its limits) on ``world``; returns the
+    uniform field's settings after it. A world that refuses (``ValueError``: link
+    softness under Lagrange multipliers) is left as it was."""
+    if SETTINGS[name].on_world:
+        getattr(world, f"set_{name}")(new)
+        return uniform
+    config, uniform = apply(world.config, uniform, name, new)
+    world.configure(config)
+    return uniform
+
+
+#: The link softness's keys and slider: log steps, 0 (rigid) and 1 (as built) among them.
+SOFTNESS_LADDER = (0.0, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 
 #: Every setting, in the panel's order (each section's rows in this order).
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
@@ -178,4 +251,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("friction", "friction", 0.05, ("k",), ("shift+k",), digits=2,
             says=("more friction: walls and shapes without their own", "less friction"),
             section="world"),
+    Setting("link_softness", "link softness", 1.0, ("z",), ("shift+z",), digits=2,
+            says=("softer links: each soft link's compliance times the next of 0, 0.1, "
+                  "0.3, 1, 3, 10, 30, 100 (rigid links stay rigid)",
+                  "stiffer links (0: every link rigid)"),
+            section="world", on_world=True, ladder=SOFTNESS_LADDER, form="×{:g}"),
 )}

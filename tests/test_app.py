@@ -150,18 +150,21 @@ def check_speed(app, b):
 
 
 def check_change_setting(app, b):
-    """A key of a world setting (``settings.SETTINGS``): one step up or down, on the
-    world and said on screen; held at the setting's limits."""
+    """A key of a world setting (``settings.SETTINGS``): one step up or down (a rung of
+    its ladder), on the world and said on screen; held at the setting's limits."""
     from sandbox.settings import SETTINGS
 
     name, sign = b.arg
     st = SETTINGS[name]
     lo, hi = st.limits
-    app.do("set_setting", (name, min(max(app.session.setting(name), lo + st.step),
-                                     hi - st.step)))     # start off both ends
+    inner = (st.ladder[1], st.ladder[-2]) if st.ladder else (lo + st.step, hi - st.step)
+    app.do("set_setting", (name, min(max(app.session.setting(name), inner[0]),
+                                     inner[1])))          # start off both ends
     before = app.session.setting(name)
     press(app, b.key, b.mods)
-    assert app.session.setting(name) == pytest.approx(before + sign * st.step)
+    want = (st.ladder[st.ladder.index(before) + sign] if st.ladder
+            else before + sign * st.step)
+    assert app.session.setting(name) == pytest.approx(want)
     assert any(st.label in m[0] for m in app.messages)
     app.do("set_setting", (name, hi if sign > 0 else lo))
     press(app, b.key, b.mods)
@@ -305,13 +308,14 @@ def check_trail_length(app, b):
 
 
 def check_cycle_debug(app, b):
-    """X: off, contacts, boxes, link forces, off; each said, drawn only when on."""
+    """X: off, contacts, corrections, boxes, link forces, off; each said, drawn only
+    when on."""
     seen = []
-    for _ in range(4):
+    for _ in range(5):
         press(app, b.key, b.mods)
         seen.append(app.debug_mode)
         assert any(f"debug draw: {app.debug_mode}" in m[0] for m in app.messages)
-    assert seen == ["contacts", "boxes", "link forces", "off"]
+    assert seen == ["contacts", "corrections", "boxes", "link forces", "off"]
 
 
 def check_toggle_plot(app, b):

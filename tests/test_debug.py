@@ -1,5 +1,6 @@
-"""Debug draw (issue 37): X cycles contacts, bounding boxes, link forces, off; what each
-finds is checked on small worlds, and nothing is drawn while it is off."""
+"""Debug draw (issue 37): X cycles contacts, the contacts' corrections, bounding boxes,
+link forces, off; what each finds is checked on small worlds, and nothing is drawn while
+it is off."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_x_draws_each_overlay_only_while_it_is_on(tmp_path, monkeypatch):
     monkeypatch.setattr(debug, "draw", lambda *a, **k: calls.append(a[3]) or real(*a, **k))
     app.frame(H)
     assert calls == []                               # off: nothing asked, nothing drawn
-    for mode in ("contacts", "boxes", "link forces"):
+    for mode in ("contacts", "corrections", "boxes", "link forces"):
         ev.press(pygame.K_x)
         app.frame(H)
         assert app.debug_mode == mode and calls[-1] == mode

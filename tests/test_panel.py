@@ -155,7 +155,10 @@ def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
     open_world(app)
     for name, st in SETTINGS.items():
         slider = app.panel.sliders[name][0]
-        assert tuple(slider.value_range) == st.limits, name
+        # A ladder's slider stands on its rungs (the link softness: 0, 0.1, ... 100).
+        want = (0, len(st.ladder) - 1) if st.ladder else st.limits
+        assert tuple(slider.value_range) == want, name
+        assert not st.ladder or (st.ladder[0], st.ladder[-1]) == st.limits
         actions = {(b.action, b.arg) for b in keymap.KEYMAP}
         assert {("change_setting", (name, +1)), ("change_setting", (name, -1))} <= actions
     slider = app.panel.sliders["drag"][0]
@@ -173,13 +176,16 @@ def test_every_world_setting_has_a_slider_within_its_limits_and_its_keys(app):
 def test_the_world_section_opens_with_its_sliders_and_closes(app):
     """Closed at first: the panel is no taller than the solver's rows (it does not
     scroll at 1280 x 800) and shows no world slider. A click on "▸ world" shows gravity,
-    wind, air drag, bounce and friction under the button, in sight, each label with its
-    keys; each slider's arrow moves its setting by one step; the wind's label says it
-    needs air drag while there is none. A second click closes it again."""
+    wind, air drag, bounce, friction and link softness under the button, in sight, each
+    label with its keys; each slider's arrow moves its setting by one step (the link
+    softness: a rung); the wind's label says it needs air drag while there is none, the
+    link softness that the pendulums have no soft links. A second click closes it
+    again."""
     from sandbox.settings import SETTINGS
 
     world_rows = [n for n, st in SETTINGS.items() if st.section == "world"]
-    assert world_rows == ["gravity", "wind", "drag", "restitution", "friction"]
+    assert world_rows == ["gravity", "wind", "drag", "restitution", "friction",
+                          "link_softness"]
     assert app.panel.scroller is None and not set(world_rows) & set(app.panel.sliders)
     assert app.panel.world.text.startswith("▸ world")
     open_world(app)
@@ -189,21 +195,22 @@ def test_the_world_section_opens_with_its_sliders_and_closes(app):
     for name in world_rows:
         slider, value, _ = app.panel.sliders[name]
         assert view.contains(slider.get_abs_rect()), name            # in sight, opened
-        assert value.text == ("needs air drag" if name == "wind" else
-                              SETTINGS[name].show(app.session.setting(name)))
+        assert value.text == {"wind": "needs air drag", "link_softness": "no soft links"
+                              }.get(name, SETTINGS[name].show(app.session.setting(name)))
     labels = [lab.text for lab in app.panel.container.get_container().elements
               if isinstance(lab, UILabel)] + [
         lab.text for lab in (app.panel.content.get_container().elements
                              if app.panel.scroller is not None else ())
         if isinstance(lab, UILabel)]
     assert "gravity  Y Shift+Y" in labels and "friction  K Shift+K" in labels
+    assert "link softness  Z Shift+Z" in labels
     wind = app.panel.sliders["wind"][1]
     assert app.world.config.drag == 0 and wind.text == "needs air drag"
     for name in world_rows:
         st = SETTINGS[name]
         before = app.session.setting(name)
         click(app, app.panel.sliders[name][0].right_button.get_abs_rect().center)
-        assert app.session.setting(name) == pytest.approx(before + st.step), name
+        assert app.session.setting(name) == pytest.approx(st.stepped(before, +1)), name
     assert app.world.config.drag > 0 and wind.text == "1.0 m/s"
     assert app.world.config.gravity == pytest.approx((0.05 * 1.0, -(9.81 + 0.5)))
     open_world(app)                                                  # closes it

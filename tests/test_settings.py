@@ -9,6 +9,7 @@ config as the module says.
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from sandbox import replay
@@ -18,10 +19,9 @@ from sandbox.levels import (
     WorldSettings,
     build_world,
     parse_level,
-    world_config_kwargs,
 )
-from sandbox.settings import SETTINGS, Uniform, apply, value
-from sandbox.sim.world import WorldConfig
+from sandbox.settings import SETTINGS, Uniform, apply, read, value
+from sandbox.sim.world import World, WorldConfig
 
 PENDULUM = '[[bodies]]\ntype = "pendulum"\npivot = [0.0, 0.0]\n'
 
@@ -32,21 +32,56 @@ def test_every_setting_carries_every_face(name):
     numbers = {f.name for f in dataclasses.fields(WorldConfig)
                if isinstance(getattr(WorldConfig(), f.name), int | float)}
     assert name in WorldSettings.model_fields                        # the level file
-    # A number of the world's config, or a face of its uniform field.
-    assert (name in numbers) != st.uniform and st.uniform == hasattr(Uniform(), name)
+    # A number of the world's config, a face of its uniform field, or the world's own.
+    assert (name in numbers) + st.uniform + st.on_world == 1
+    assert st.uniform == hasattr(Uniform(), name)
+    assert st.on_world == (hasattr(World, name) and hasattr(World, f"set_{name}"))
     lo, hi = st.limits
     assert math.isfinite(lo) and math.isfinite(hi) and lo < hi       # a slider's range
     assert 0 < st.step <= hi - lo and st.label and st.more and st.less
     assert st.section in ("solver", "world") and st.help(+1) and st.help(-1)
+    assert all(lo <= r <= hi for r in st.ladder) and list(st.ladder) == sorted(st.ladder)
     level = Level()
-    default = value(WorldConfig(**world_config_kwargs(level)), Uniform.of_level(level.world),
-                    name)
+    default = read(build_world(parse_level(PENDULUM, "p.toml")),
+                   Uniform.of_level(level.world), name)
     assert lo <= default <= hi and st.clip(default) == default
     assert st.problem(default) is None and st.problem(hi + st.step) is not None
     assert st.clip(hi * 2 + 1) == hi and st.clip(lo - 1) == lo
     rep = {"format": replay.FORMAT, "version": 1, "level": {"name": "t", "text": ""},
            "frames": [[0.01]], "events": [[0, "set", name, default]]}
     assert replay.ReplayFile.model_validate(rep).events[0][2] == name
+
+
+def test_the_link_softness_steps_along_its_ladder_and_is_the_worlds():
+    """Its keys go rung by rung (from between two rungs to the next one that way, the
+    ends stay), its slider stands on the nearest rung (log scale), it shows as a
+    factor; neither the config nor the uniform field holds it: the world does."""
+    st = SETTINGS["link_softness"]
+    assert st.ladder == (0.0, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+    assert [st.stepped(v, +1) for v in (0.0, 0.1, 1.0, 2.0, 100.0)] == [0.1, 0.3, 3.0,
+                                                                          3.0, 100.0]
+    assert [st.stepped(v, -1) for v in (0.0, 0.1, 1.0, 2.0, 100.0)] == [0.0, 0.0, 0.3,
+                                                                          1.0, 30.0]
+    assert [st.rung(v) for v in (0.0, 0.04, 1.0, 1.6, 2.0, 100.0)] == [0, 1, 3, 3, 4, 7]
+    assert st.show(3.0) == "×3" and st.show(0.1) == "×0.1" and st.show(1.0) == "×1"
+    config, field = WorldConfig(), Uniform()
+    assert apply(config, field, "link_softness", 3.0) == (config, field)
+    with pytest.raises(ValueError, match="held by the world"):
+        value(config, field, "link_softness")
+
+
+def test_a_levels_link_softness_softens_its_soft_links_only():
+    text = ('[[bodies]]\ntype = "rope"\nstart = [0.0, 0.0]\nend = [1.0, 0.0]\n'
+            'segments = 4\ncompliance = 1e-4\n'
+            '[[bodies]]\ntype = "rope"\nstart = [0.0, 1.0]\nend = [1.0, 1.0]\n'
+            'segments = 4\n')
+    plain = build_world(parse_level(text, "r.toml"))
+    soft = build_world(parse_level("[world]\nlink_softness = 3.0\n" + text, "r.toml"))
+    assert plain.link_softness == 1.0 and soft.link_softness == 3.0
+    assert np.array_equal(soft.constraints.compliance, plain.constraints.compliance * 3.0)
+    assert (soft.constraints.compliance == 0).sum() == 4          # the rigid rope's links
+    with pytest.raises(LevelError, match=r"world.link_softness: expected a number <= 100"):
+        parse_level("[world]\nlink_softness = 101.0\n" + text, "r.toml")
 
 
 def test_the_limits_are_the_level_schemas():
@@ -57,6 +92,7 @@ def test_the_limits_are_the_level_schemas():
     assert SETTINGS["wind"].limits == (-20.0, 20.0)
     assert SETTINGS["restitution"].limits == (0.0, 1.0)
     assert SETTINGS["friction"].limits == (0.0, 2.0)
+    assert SETTINGS["link_softness"].limits == (0.0, 100.0)
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -6,8 +6,8 @@ over keys anywhere. Modifiers come from the event's ``mod`` (posted events never
 ``pygame.key.get_pressed()``) and are reduced to shift / ctrl / alt, so Caps Lock or Num
 Lock never make a key miss. The integrator keys are generated from the ``INTEGRATORS``
 registry, so a new integrator gets a number key and a help line by itself; the keys of
-the world settings (iterations, substeps, gravity, wind, air drag, bounce, friction) from
-``settings.SETTINGS``.
+the world settings (iterations, substeps, gravity, wind, air drag, bounce, friction, link
+softness) from ``settings.SETTINGS``.
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ KEYMAP: list[Binding] = [
     Binding(K.K_l, NONE, "toggle_trails", "trails on / off (Ctrl+click a particle: its "
             "trail)"),
     Binding(K.K_l, SHIFT, "trail_length", "trails' length: 1, 3 or 10 s", arg=1),
-    Binding(K.K_x, NONE, "cycle_debug", "debug draw: contacts, bounding boxes, link forces "
-            "or off (the message says which)", arg=1),
+    Binding(K.K_x, NONE, "cycle_debug", "debug draw: contacts, the contacts' position "
+            "corrections (arrows), bounding boxes, link forces or off (the message says "
+            "which)", arg=1),
     Binding(K.K_f, NONE, "phase_axis", "graph: the phase portrait, vx against x (again: vy "
             "against y)"),
     Binding(K.K_f, SHIFT, "toggle_plot", "graph under the panel on / off"),

@@ -605,7 +605,8 @@ class App:
         self.history = None                       # re-chosen with it next frame
 
     def cycle_debug(self, step: int = 1) -> None:
-        """X: the debug overlay: off, contacts, bounding boxes, link forces (said)."""
+        """X: the debug overlay: off, contacts, the contacts' corrections, bounding
+        boxes, link forces (said)."""
         modes = debug.MODES
         self.debug_mode = modes[(modes.index(self.debug_mode) + step) % len(modes)]
         self._debug_note = None
@@ -839,7 +840,8 @@ class App:
             if s.ensemble is not None:
                 self._draw_ensemble(surf)
             if self.debug_mode != "off":
-                note = debug.draw(surf, cam, world, self.debug_mode, self.fonts.small)
+                note = debug.draw(surf, cam, world, self.debug_mode, self.fonts.small,
+                                  self.safe_area())
                 if note and note != self._debug_note:
                     self.message(note)
                 self._debug_note = note

@@ -12,9 +12,9 @@ The column is only as tall as the window leaves it: where the rows do not fit (b
 the ghost and level pickers at the bottom, and a drop-down list never opens past the
 part of the panel that is shown.
 
-The world's physical parameters (gravity, wind, air drag, bounce, friction: the
-"world" rows of ``settings.SETTINGS``) are a section of their own, closed at first
-behind one button ("▸ world"): open, its five sliders come under the button and the
+The world's physical parameters (gravity, wind, air drag, bounce, friction, link
+softness: the "world" rows of ``settings.SETTINGS``) are a section of their own, closed
+at first behind one button ("▸ world"): open, its sliders come under the button and the
 panel scrolls to show them (at 1280 x 800 it then scrolls); closed, the panel is no
 taller than the solver's rows need.
 
@@ -327,7 +327,8 @@ class ControlPanel:
         key, text, lo_hi, get, act, step = row
         m, c = self.manager, self.content
         self._label(text, pygame.Rect(8, y, w, 20))
-        room = 124 if key in SETTINGS and SETTINGS[key].needs is not None else 84
+        room = 124 if key in SETTINGS and (SETTINGS[key].needs is not None
+                                           or SETTINGS[key].ladder) else 84
         value = UILabel(pygame.Rect(width - 8 - room, y, room, 20), "", manager=m,
                         container=c, object_id=pygame_gui.core.ObjectID(object_id="@value"))
         y += 20
@@ -351,24 +352,40 @@ class ControlPanel:
                         lambda v: self.app.do("set_hz", int(v)), 1)],
             "world": []}
         for st in SETTINGS.values():
-            keys = " ".join(spec_label(k) for k in (*st.more[:1], *st.less[:1]))
-            lo, hi = st.limits
-            lo_hi = (int(lo), int(hi)) if st.integer else (float(lo), float(hi))
-            rows[st.section].append((st.name, f"{st.label}  {keys}", lo_hi,
-                                     lambda n=st.name: s.setting(n),
-                                     lambda v, n=st.name: self.app.do("set_setting", (n, v)),
-                                     1 if st.integer else st.step))
+            rows[st.section].append(self._setting_row(st))
         rows["solver"].append(("speed", "speed  [ ]", SPEED_EXP,
                                lambda: round(math.log2(s.speed)),
                                lambda v: self.app.do("set_speed", 2.0 ** v), 1))
         return rows
 
+    def _setting_row(self, st) -> tuple:
+        """A row of ``settings.SETTINGS`` as :meth:`_slider_rows` gives it; a setting
+        with a ladder (the link softness) has its slider on the rungs, one a click."""
+        s = self.app.session
+        keys = " ".join(spec_label(k) for k in (*st.more[:1], *st.less[:1]))
+        label = f"{st.label}  {keys}"
+        if st.ladder:
+            return (st.name, label, (0, len(st.ladder) - 1),
+                    lambda: st.rung(s.setting(st.name)),
+                    lambda v: self.app.do("set_setting", (st.name, st.ladder[int(v)])), 1)
+        lo, hi = st.limits
+        lo_hi = (int(lo), int(hi)) if st.integer else (float(lo), float(hi))
+        return (st.name, label, lo_hi, lambda: s.setting(st.name),
+                lambda v: self.app.do("set_setting", (st.name, v)),
+                1 if st.integer else st.step)
+
     def _value_text(self, st) -> str:
         """A setting's value as its row shows it: "needs air drag" while a setting it
-        needs is 0 (the wind without air drag)."""
+        needs is 0 (the wind without air drag), "no soft links" for the link softness
+        of a world without any (``compliant`` is cached: no sweep of a cloth's links
+        a frame, but while they are all made rigid)."""
         s = self.app.session
         if st.needs is not None and s.setting(st.needs) == 0:
             return f"needs {SETTINGS[st.needs].label}"
+        c = s.world.constraints
+        if st.name == "link_softness" and not (
+                c.compliant or (c.softness == 0 and c.own_compliance.any())):
+            return "no soft links"
         return st.show(s.setting(st.name))
 
     def _label(self, text: str, rect: pygame.Rect, obj: str = "#label") -> UILabel:

@@ -30,6 +30,8 @@ from ..replay import Playback, SessionLog, level_after
 from ..replay import apply as apply_input
 from ..settings import SETTINGS, Uniform
 from ..settings import apply as apply_setting
+from ..settings import put as put_setting
+from ..settings import read as read_setting
 from ..settings import value as setting_value
 from ..sim.integrators import INTEGRATORS, contrast
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
@@ -573,28 +575,33 @@ class Session:
 
     def setting(self, name: str) -> float:
         """The world setting ``name``'s value now (gravity's strength, the wind: the
-        session's :class:`~sandbox.settings.Uniform`; the others: the world's config)."""
-        return setting_value(self.world.config, self.uniform, name)
+        session's :class:`~sandbox.settings.Uniform`; the link softness: the world's
+        links; the others: the world's config)."""
+        return read_setting(self.world, self.uniform, name)
 
     def set_setting(self, change: tuple[str, float]) -> None:
         """``(name, value)``: the world setting ``name`` of ``settings.SETTINGS`` (the
         panel's sliders), clipped to its limits, on the world and the ghost; recorded
         for replays as ``["set", name, value]``. A change of the uniform field (gravity,
-        the wind, the drag while a wind blows) moves every potential energy: the graph
-        starts a new segment and the blow-up check's reference moves with the world's
-        energy, so the jump is neither drift nor a divergence."""
+        the wind, the drag while a wind blows) moves every potential energy, a new link
+        softness the energy the soft links store: the graph starts a new segment and
+        the blow-up check's reference moves with the world's energy, so the jump is
+        neither drift nor a divergence. A world that refuses the value (link softness
+        under Lagrange multipliers: a ValueError saying why) keeps its own."""
         name, value = change
         st = SETTINGS[name]
         value = st.clip(value)
         if self.setting(name) == value:
             return
-        config, uniform = apply_setting(self.world.config, self.uniform, name, value)
-        moved = config.gravity != self.world.config.gravity
+        config, _ = apply_setting(self.world.config, self.uniform, name, value)
+        moved = st.on_world or config.gravity != self.world.config.gravity
         before = self.world.energy()["total"] if moved else 0.0
-        self.world.configure(config)
+        uniform = put_setting(self.world, self.uniform, name, value)
         if self.ghost is not None:
-            self.ghost.configure(apply_setting(self.ghost.config, self.uniform, name,
-                                               value)[0])
+            try:
+                put_setting(self.ghost, self.uniform, name, value)
+            except ValueError:                  # its method refuses it: no ghost
+                self.ghost = None
         self.uniform = uniform
         self.log.record("set", name, value)
         if self.ensemble is not None:
@@ -608,7 +615,7 @@ class Session:
         """``(name, +1 | -1)``: one step of the setting up or down (its keys), said."""
         name, sign = change
         st = SETTINGS[name]
-        self.set_setting((name, self.setting(name) + sign * st.step))
+        self.set_setting((name, st.stepped(self.setting(name), sign)))
         value = self.setting(name)
         lo, hi = st.limits
         end = " (the limit)" if value in (lo, hi) and value != 0 else ""
@@ -616,7 +623,21 @@ class Session:
         if st.needs is not None and value != 0 and self.setting(st.needs) == 0:
             need = SETTINGS[st.needs]
             note = f" (no effect without {need.label}: {need.more[0].upper()} adds some)"
+        if name == "link_softness":
+            note = self._softness_note(value)
         self.message(f"{st.label}: {st.show(value)}{end}{note}")
+
+    def _softness_note(self, factor: float) -> str:
+        """What a link softness means in this world, for its message."""
+        c = self.world.constraints
+        soft = int(np.count_nonzero(c.own_compliance))
+        if not soft:
+            return " (no soft links here: rigid links stay rigid)"
+        rigid = len(c) - soft
+        what = ("every link rigid" if factor == 0 else "as built" if factor == 1
+                else f"each soft link's compliance ×{factor:g}")
+        rest = f"; {plural(rigid, 'rigid link')} stay rigid" if rigid else ""
+        return f" ({what}: {plural(soft, 'soft link')}{rest})"
 
     def reset(self) -> None:
         """Rebuild the level; the integrator, timestep mode, the settings (iterations,
@@ -628,12 +649,19 @@ class Session:
         chosen = {name: self.setting(name) for name in SETTINGS}
         config, uniform = world.config, self.scene.uniform
         for name, value in chosen.items():
-            if setting_value(config, uniform, name) == value:
+            if SETTINGS[name].on_world or setting_value(config, uniform, name) == value:
                 continue
             config, uniform = apply_setting(config, uniform, name, value)
             if name not in ("iterations", "substeps"):   # the reset's own record has them
                 self.log.record("set", name, value)
         world.configure(config)
+        for name, value in chosen.items():               # the links' own: on the world
+            if SETTINGS[name].on_world and read_setting(world, uniform, name) != value:
+                try:
+                    put_setting(world, uniform, name, value)
+                    self.log.record("set", name, value)
+                except ValueError:                       # the level's own method refuses
+                    pass
         self.uniform = uniform
         if world.integrator.name != cfg.integrator:
             world.set_integrator(cfg.integrator, self.policy.nominal_h)

@@ -38,6 +38,7 @@ between the two forms by the same test, per link, so they still agree bit for bi
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -111,6 +112,10 @@ class Constraints:
     #: builders declare; the compiled frame stores them in parity order (see
     #: :meth:`grid_order`). Only a layout hint: any value gives the same numbers.
     grids: list[tuple[int, int, int]] = field(default_factory=list)
+    #: The factor :meth:`set_softness` last gave: ``compliance`` is each link's own
+    #: compliance (:attr:`own_compliance`) times it. Rigid links (0) stay rigid.
+    softness: float = 1.0
+    _own: np.ndarray | None = None       # the links' own compliance (None: ``compliance``)
     _batches: list[np.ndarray] | None = None
     _flat: tuple | None = None
     _frame: tuple | None = None
@@ -126,6 +131,50 @@ class Constraints:
         if self._compliant is None:
             self._compliant = bool(np.any(self.compliance != 0))
         return self._compliant
+
+    @property
+    def own_compliance(self) -> np.ndarray:
+        """Each link's own compliance (m/N), as added or last set by
+        :meth:`set_compliance`: ``compliance`` is it times :attr:`softness`."""
+        return self.compliance if self._own is None else self._own
+
+    def set_compliance(self, values) -> None:
+        """Give the links new compliances (m/N; 0 is rigid): one number for every link
+        or one per link, finite and >= 0 (``ValueError`` otherwise, nothing changed).
+        They become the links' own (:attr:`softness` back to 1).
+
+        Everything made from the old ones is forgotten, as :meth:`add` and
+        :meth:`remove` forget it: the compiled sweep's flat tables (a new
+        :attr:`tables_made`, so a compiled frame's kept arguments no longer hold), the
+        frame's layout, the numpy sweep's terms and :attr:`compliant`. The multipliers
+        are the stepper's to reset (``World.set_link_softness`` does)."""
+        c = np.asarray(values, float)
+        if c.ndim > 1 or (c.ndim == 1 and c.size != self.i.size):
+            raise ValueError(f"compliance: one number or one per link ({self.i.size}), "
+                             f"got shape {c.shape}")
+        c = np.array(np.broadcast_to(c, self.i.shape), float)
+        if not (np.isfinite(c).all() and (c >= 0).all()):
+            raise ValueError("compliance must be finite and >= 0 (m/N; 0 is rigid)")
+        self.compliance, self._own, self.softness = c, None, 1.0
+        self._forget()
+
+    def set_softness(self, factor: float) -> None:
+        """Every link's compliance becomes its own (:attr:`own_compliance`) times
+        ``factor`` (finite, >= 0): 0 makes every link rigid, 1 gives back the links as
+        they were made, 10 ten times as soft; rigid links stay rigid whatever the
+        factor. Forgets what was made from the old compliances, as
+        :meth:`set_compliance`."""
+        f = float(factor)
+        if not (math.isfinite(f) and f >= 0):
+            raise ValueError(f"link softness must be a finite factor >= 0, got {factor!r}")
+        own = self.own_compliance
+        self.compliance, self._own, self.softness = own * f, own, f
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop everything made from the links' arrays (they changed)."""
+        self._batches = self._flat = self._frame = self._compliant = None
+        self._numpy = None
 
     @property
     def batches(self) -> list[np.ndarray]:
@@ -309,14 +358,16 @@ class Constraints:
         self.i = np.concatenate([self.i, i])
         self.j = np.concatenate([self.j, j])
         self.rest = np.concatenate([self.rest, rest])
-        self.compliance = np.concatenate([self.compliance, np.broadcast_to(
-            np.asarray(compliance, float), (k,))])
+        own = np.broadcast_to(np.asarray(compliance, float), (k,))
+        if self._own is not None:           # softened: the new links are softened too
+            self._own = np.concatenate([self._own, own])
+            own = own * self.softness
+        self.compliance = np.concatenate([self.compliance, own])
         self.kind = np.concatenate([self.kind, kinds])
         self.colour = np.concatenate([self.colour, new_colour])
         if not colouring_is_valid(self.i, self.j, self.colour):
             self.colour = greedy_colouring(self.i, self.j, x.shape[0])
-        self._batches = self._flat = self._frame = self._compliant = None
-        self._numpy = None
+        self._forget()
         return np.arange(start, start + k)
 
     def remove(self, mask: np.ndarray) -> int:
@@ -327,8 +378,9 @@ class Constraints:
             keep = ~mask
             for name in ("i", "j", "rest", "compliance", "kind", "colour"):
                 setattr(self, name, getattr(self, name)[keep])
-            self._batches = self._flat = self._frame = self._compliant = None
-            self._numpy = None
+            if self._own is not None:
+                self._own = self._own[keep]
+            self._forget()
         return count
 
     # --- solving ------------------------------------------------------------------------

@@ -28,7 +28,13 @@ from .pipeline import SimulationDiverged
 from .view import WorldView
 from .view import view as make_view
 
-__all__ = ["Body", "SimulationDiverged", "World", "WorldConfig", "integrator_names"]
+__all__ = ["Body", "LinkSoftnessError", "SimulationDiverged", "World", "WorldConfig",
+           "integrator_names"]
+
+
+class LinkSoftnessError(ValueError):
+    """A world under Lagrange multipliers or RATTLE was asked to make links soft; the
+    message says why in one sentence, and the links are as they were."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,38 @@ class World:
         links, redundant links, float32) raises ``lagrange.ConstraintMethodError``, whose
         message says why in one sentence, and keeps its method."""
         self.configure(dataclasses.replace(self.config, constraint_method=name), h)
+
+    @property
+    def link_softness(self) -> float:
+        """The factor every link's own compliance is taken times (1: as built; see
+        :meth:`set_link_softness`)."""
+        return self.constraints.softness
+
+    def set_link_softness(self, factor: float) -> None:
+        """Make every soft link ``factor`` times as soft as it was built (its compliance,
+        m/N, times ``factor``; finite, >= 0): 0 makes them rigid, 1 gives them back as
+        built; rigid links stay rigid. The links' tables are made again and their
+        multipliers start from zero at the next step: a compiled frame's kept
+        arguments no longer hold (``Constraints.set_compliance``), and the world steps
+        on as if built with these compliances.
+
+        Lagrange multipliers and RATTLE hold rigid links only: under them a factor that
+        would make a link soft raises :class:`LinkSoftnessError` (a ValueError) saying
+        so, and nothing changes."""
+        f = float(factor)
+        if not (math.isfinite(f) and f >= 0):
+            raise ValueError(f"link softness must be a finite factor >= 0, got {factor!r}")
+        c, p = self.constraints, self.particles
+        method = self.config.constraint_method
+        if method != "xpbd" and len(c):
+            live = (p.inv_mass[c.i] + p.inv_mass[c.j]) > 0
+            if np.any(c.own_compliance[live] * f != 0):
+                label = lagrange.CONSTRAINT_METHODS[method].label
+                raise LinkSoftnessError(
+                    f"{label} holds rigid links only, so the links stay rigid (link "
+                    f"softness {c.softness:g}); soft links need XPBD (M switches back)")
+        c.set_softness(f)
+        self.scratch.lam = None
 
     @property
     def constraint_scheme(self) -> lagrange.Combination:
@@ -358,6 +396,13 @@ class World:
         potential = pe_g + pe_n + elastic
         return {"kinetic": ke, "gravity": pe_g, "nbody": pe_n, "elastic": elastic,
                 "potential": potential, "total": ke + potential}
+
+    def contact_corrections(self) -> np.ndarray | None:
+        """How far (m) the contact solver moved each particle in the last substep:
+        ``(n, 2)``, a copy, zero rows where no contact moved it; None before any
+        substep's contacts ran (see ``Colliders.last_corrections``). The same on the
+        numpy reference and the compiled paths."""
+        return self.colliders.last_corrections()
 
     def constraint_error(self) -> tuple[float, float]:
         """Mean and max relative stretch of the constraints."""

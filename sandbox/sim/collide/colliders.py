@@ -100,6 +100,11 @@ class Colliders:
         self._pair_list: _PairList | None = None
         self._table: tuple | None = None
         self._frame_args: tuple | None = None   # what frame_args keeps between frames
+        #: The last substep's contact corrections, where they are kept (for
+        #: :meth:`last_corrections`): ``(n, dx)``, ``dx`` the ``(n, 2)`` array its
+        #: contacts or the compiled frame wrote them into, None when it found no
+        #: contact; None before any substep's contacts ran.
+        self._corrections: tuple[int, np.ndarray | None] | None = None
         #: One of ``backend.BACKENDS``: "auto" (the compiled twins in ``collide`` when
         #: the contact kernels may run), "compiled" or "numpy" (the reference,
         #: vectorised over the contacts)
@@ -186,7 +191,7 @@ class Colliders:
         Runs the compiled kernels when :meth:`compiled` says so.
         """
         if self.compiled(p, x0):
-            return self._begin_compiled(p, x0, config, exclude_pairs, v0, h)
+            return self._ran(p, self._begin_compiled(p, x0, config, exclude_pairs, v0, h))
         x1 = p.x
         w, r = p.inv_mass, p.radius
         skin, touch = _tolerances(x1)
@@ -219,7 +224,30 @@ class Colliders:
             if pairs is not None:
                 contacts.set_pairs(pairs, w, e_def, mu_def)
                 contacts.pair_impacts(x1, w)
-        return contacts if contacts else None
+        return self._ran(p, contacts if contacts else None)
+
+    def _ran(self, p, contacts: Contacts | FlatContacts | None):
+        """Keep where this substep's corrections will be (its contacts' ``dx``, which
+        their projection adds to in place); returns ``contacts``."""
+        self._corrections = (p.x.shape[0], None if contacts is None else contacts.dx)
+        return contacts
+
+    def last_corrections(self) -> np.ndarray | None:
+        """The position corrections (m, ``(n, 2)`` float64, a copy) the contacts made in
+        the last substep that ran them: what the sweep's cuts at a time of impact, the
+        projections out of shapes, walls and other particles and static friction moved
+        each particle by, summed over the solver's iterations (the links' corrections
+        are not in it). Zero rows for particles no contact moved (all zero when the
+        substep found no contact); None before any substep's contacts ran.
+
+        The same numbers whichever path ran the substep: the numpy reference's
+        ``Contacts.dx``, the compiled substep's ``FlatContacts.dx`` or the compiled
+        frame's ``dx`` scratch (:meth:`frame_args`), which it clears at each substep's
+        start."""
+        if self._corrections is None:
+            return None
+        n, dx = self._corrections
+        return np.zeros((n, 2)) if dx is None else np.array(dx, float, copy=True)
 
     def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude,
                     compiled: bool = False) -> _PairList | None:
@@ -405,6 +433,7 @@ class Colliders:
         frames.launch_threads()
         swapped, valid, *lst, x_ref, skin = frames.frame(
             x, p.x_prev, p.v, a, p.inv_mass, r, *mid, valid, *state, new_skin)
+        self._corrections = (x.shape[0], mid[1])     # the frame's dx scratch
         if valid:
             i, j, a_, b_, nodes, reach = lst
             self._pair_list = _PairList((x.shape[0], r, exclude), x_ref, float(skin), i, j,
