@@ -252,8 +252,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             says=("more friction: walls and shapes without their own", "less friction"),
             section="world"),
     Setting("link_softness", "link softness", 1.0, ("z",), ("shift+z",), digits=2,
-            says=("softer links: each soft link's compliance times the next of 0, 0.1, "
-                  "0.3, 1, 3, 10, 30, 100 (rigid links stay rigid)",
-                  "stiffer links (0: every link rigid)"),
+            says=("softer soft links: their own compliance ×0, 0.1, 0.3, 1, 3, 10, 30, "
+                  "100 (rigid links stay rigid)", "stiffer links (×0: every link rigid)"),
             section="world", on_world=True, ladder=SOFTNESS_LADDER, form="×{:g}"),
 )}
