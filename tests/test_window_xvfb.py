@@ -288,3 +288,54 @@ def test_no_display_says_so_and_exits_1(tmp_path):
     r = subprocess.run([sys.executable, "main.py", "play", "cloth", "--frames", "5"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_exploring_keys_at_a_real_window_are_recorded_and_replay_bit_for_bit(xvfb, tmp_path):
+    """Issue 37's controls pressed on a real X window, as a person does: gravity up (Y),
+    the bounce (O), softer links (Z), all integrators side by side (A, then off), the
+    graph's quantity (U) and its axis (J), then F6. The replay file holds each as a
+    command (the ensemble is a comparison computed from the world, not an input: it is
+    not in the file) and plays back headless to the state hash it recorded."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
+    env.update(DISPLAY=xvfb, VERLET_SANDBOX_OUT=str(tmp_path), PYTHONUNBUFFERED="1")
+    log_path = tmp_path / "app.log"
+    log = log_path.open("w")
+    app = subprocess.Popen([sys.executable, "main.py", "play", "bridge", "--frames",
+                            "100000"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def xdo(*args, timeout: float = 20) -> str:
+        return subprocess.run(["xdotool", *map(str, args)], env=env, capture_output=True,
+                              text=True, timeout=timeout, check=True).stdout.strip()
+
+    try:
+        wid = xdo("search", "--sync", "--onlyvisible", "--classname",
+                  "verlet-sandbox").split()[-1]
+        _wait_for(lambda: "Verlet Sandbox" in xdo("getwindowname", wid), 10, "the title")
+        xdo("windowfocus", wid)
+        time.sleep(1.0)
+        for key in ("y", "y", "o", "z", "a", "u", "j", "a"):
+            xdo("key", "--window", wid, key)
+            time.sleep(0.4)
+        time.sleep(1.0)
+        xdo("key", "--window", wid, "F6")
+        files = _wait_for(lambda: list((tmp_path / "replays").glob("*.replay.json")), 20,
+                          "the replay file")
+        xdo("key", "q")
+        assert app.wait(20) == 0, log_path.read_text()
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+        log.close()
+    text = log_path.read_text()
+    assert "Traceback" not in text, text
+    replay = files[0]
+    words = json.dumps(json.loads(replay.read_text())["events"])
+    for command in ('"set", "gravity"', '"set", "restitution"', '"set", "link_softness"',
+                    '"plot"'):
+        assert command in words, f"{command} not recorded: {words[:400]}"
+    run = subprocess.run([sys.executable, "main.py", "replay", "--headless", str(replay)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
