@@ -13,8 +13,9 @@ same inputs before the same steps, and ends in the same state: its hash is store
 the file and checked. The settings include gravity's strength and the wind, two faces of
 one vector of the world's config: playback keeps them beside the world
 (:class:`Playback`), as the window's session does. What the window's graph plots
-(``["plot", quantity, axis, log]``, ``["follow", particle]``) is kept too: playback
-leaves the world as it is, the window shows the same graph.
+(``["plot", quantity, axis, log]``, ``["follow", particle]``) is kept too, and so are
+the debug overlay's layers (``["debug", [layer, ...]]``, those on): playback leaves the
+world as it is, the window shows the same graph and the same overlay.
 
 The file is JSON (``*.replay.json``), written atomically. Reading it trusts nothing:
 one size limit, one schema (pydantic: known operations with the arguments they take,
@@ -165,9 +166,11 @@ class SessionLog:
 
 
 def _plain(a):
-    """Numbers (numpy or not) as Python floats/ints, names as str."""
+    """Numbers (numpy or not) as Python floats/ints, names as str, lists of them."""
     if isinstance(a, str):
         return a
+    if isinstance(a, (list, tuple)):
+        return [_plain(b) for b in a]
     if isinstance(a, (bool,)):
         return int(a)
     if isinstance(a, int):
@@ -364,6 +367,19 @@ def _set_args(args) -> str | None:
     return SETTINGS[args[0]].problem(args[1])
 
 
+#: The window's debug overlay's layers (``sandbox.app.debug`` draws them), named here
+#: where a replay's check reads them without pygame: ``["debug", [layer, ...]]``.
+DEBUG_LAYERS = ("contacts", "corrections", "boxes", "link forces")
+
+
+def _debug_layers(a) -> str | None:
+    if (isinstance(a, list) and len(a) <= len(DEBUG_LAYERS) and len(set(map(str, a))) ==
+            len(a) and all(isinstance(n, str) and n in DEBUG_LAYERS for n in a)):
+        return None
+    return (f"a list of distinct debug layers of {', '.join(DEBUG_LAYERS)}, "
+            f"got {str(a)[:60]}")
+
+
 @dataclass(frozen=True)
 class Op:
     """A replay operation, every face of it: its arguments (``form``, one check per
@@ -486,7 +502,7 @@ def _particle(a) -> str | None:
 
 
 def _unchanged(world, *_):
-    """What the window's graph shows: nothing of the world."""
+    """What the window shows (its graph, its debug overlay): nothing of the world."""
     return world
 
 
@@ -512,5 +528,7 @@ OPS: dict[str, Op] = {
     "plot": Op("[quantity, axis, log]", (lambda a: None,) * 3, _unchanged,
                together=_plot_args),
     "follow": Op("[particle]", (_particle,), _unchanged),
+    # The debug overlay's layers that are on (none: off); the world is unchanged.
+    "debug": Op("[[layer, ...]]", (_debug_layers,), _unchanged),
     "level": Op("[level as TOML]", (_level_text,), _level),
 }

@@ -307,15 +307,25 @@ def check_trail_length(app, b):
     assert "trails:" in app.messages[-1][0]
 
 
-def check_cycle_debug(app, b):
-    """X: off, contacts, corrections, boxes, link forces, off; each said, drawn only
-    when on."""
-    seen = []
-    for _ in range(5):
+def check_toggle_debug(app, b):
+    """X: the contacts at first, then off, then on again; said, drawn only when on."""
+    for want in ({"contacts"}, set(), {"contacts"}):
         press(app, b.key, b.mods)
-        seen.append(app.debug_mode)
-        assert any(f"debug draw: {app.debug_mode}" in m[0] for m in app.messages)
-    assert seen == ["contacts", "corrections", "boxes", "link forces", "off"]
+        assert app.debug_layers == want
+        assert app.messages[-1][0].startswith(f"debug draw: {'contacts' if want else 'off'}")
+        assert (app.debug_draw.drawn is not None) == bool(want)
+
+
+def check_toggle_debug_layer(app, b):
+    """Alt+1..4: that layer on beside the others, drawn (the cloth's links: the link
+    forces refuse more than 40 labels and say so), then off."""
+    app.do("set_debug_layer", ("boxes" if b.arg != "boxes" else "contacts", True))
+    before = set(app.debug_layers)
+    press(app, b.key, b.mods)
+    assert app.debug_layers == before | {b.arg}
+    assert b.arg in app.debug_draw.drawn.counts
+    press(app, b.key, b.mods)
+    assert app.debug_layers == before
 
 
 def check_toggle_plot(app, b):

@@ -1,8 +1,8 @@
 """The contact solver's position corrections of the last substep, read-only
 (``World.contact_corrections``, ``Colliders.last_corrections``): the numpy reference's
 ``Contacts.dx``, and the same bits from the compiled substep (``FlatContacts.dx``) and
-the compiled frame (its ``dx`` scratch); and the debug overlay's arrows (X: contacts,
-corrections, ...) drawn from them.
+the compiled frame (its ``dx`` scratch); and the debug overlay's arrows (its corrections
+layer, Alt+2) drawn from them.
 
 A ball resting on a floor: each step of ``h`` gravity moves it ``g h^2`` into the floor
 (a Verlet step from rest) and the contact pushes it back out by as much, straight up:
@@ -192,9 +192,9 @@ def test_long_corrections_are_capped_and_none_is_no_arrow():
     assert debug.correction_arrows(World(WorldConfig()), cam) is None
 
 
-def test_x_shows_the_corrections_in_the_window_with_their_scale(tmp_path):
-    """X twice: the corrections; the canvas has the arrow's colour along the arrow the
-    overlay returns and the legend's scale, and not while the overlay shows contacts."""
+def test_alt_2_shows_the_corrections_in_the_window_with_their_scale(tmp_path):
+    """X: the contacts only, no arrow; Alt+2 adds the corrections: the canvas has the
+    arrow's colour along the arrow the overlay returns and the legend's scale."""
     pygame.display.init()
     pygame.display.set_mode((800, 600))
     pygame.event.clear()
@@ -210,14 +210,17 @@ def test_x_shows_the_corrections_in_the_window_with_their_scale(tmp_path):
         return [tuple(app.canvas.get_at((round(p[0]), round(p[1]))))[:3] for p in pts]
     ev.press(pygame.K_x)
     app.frame(H)
-    assert app.debug_mode == "contacts" and debug.ARROW not in arrow_pixels()
-    ev.press(pygame.K_x)
+    assert app.debug_layers == {"contacts"} and debug.ARROW not in arrow_pixels()
+    ev.press(pygame.K_2, pygame.KMOD_LALT)
     app.frame(H)
-    assert app.debug_mode == "corrections"
+    assert app.debug_layers == {"contacts", "corrections"}
     assert arrow_pixels() == [debug.ARROW] * 3
-    assert app.messages[-1][0] == "debug draw: corrections (X: next)"
+    assert app.messages[-1][0] == "debug draw: contacts + corrections (X: off; Alt+1-4: each)"
+    drawn = app.debug_draw.drawn
+    assert drawn.legend == ["contacts", "corrections"]       # a line each, in order
     x, y, w, h = app.safe_area()
-    legend = app.canvas.subsurface(pygame.Rect(x, y, min(w, 420), 24))
+    assert pygame.Rect(x, y, w, h).contains(drawn.legend_rect)
+    legend = app.canvas.subsurface(drawn.legend_rect)
     colours = {tuple(legend.get_at((i, j)))[:3] for i in range(legend.get_width())
                for j in range(legend.get_height())}
     assert debug.ARROW in colours

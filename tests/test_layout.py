@@ -43,7 +43,8 @@ def controls(app: App) -> dict:
     p = app.panel
     out = {"integrator": p.integrator, "constraints": p.constraints, "timestep": p.timestep,
            "pause": p.pause, "step": p.step, "reset": p.reset, "ghost": p.ghost,
-           "level": p.level, "world": p.world}
+           "level": p.level, "world": p.world, "debug": p.debug,
+           **{f"debug: {name}": box for name, box in p.checks.items()}}
     for key, (slider, _, _) in p.sliders.items():
         out[f"{key} <"] = slider.left_button
         out[f"{key} >"] = slider.right_button
@@ -126,6 +127,40 @@ def test_the_open_world_section_is_reachable_and_the_portrait_kept(tmp_path, siz
     assert not app.panel.world_open
     assert (app.panel.scroller is not None) == (size[1] < 800)
     assert app._draw_error is None
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_the_open_debug_draw_section_is_reachable_and_ticks(tmp_path, size):
+    """Closed, the debug draw's button shares the world's row: the panel is no taller
+    than before (it does not scroll at 1280 x 800). Opened (clicked), its checkboxes
+    are reachable with the wheel at every size and each ticks its layer; the
+    portrait keeps its place; closed again, the panel is as it was."""
+    def click_debug():
+        scroll_into_view(app, app.panel.debug)
+        for _ in range(6):
+            app.frame(H)
+        ev.click(app, app.panel.debug.get_abs_rect().center, frames=3)
+
+    app = open_app("pile", tmp_path, size)
+    assert app.panel.rows_height() == ControlPanel.HEIGHT
+    assert (app.panel.scroller is not None) == (size[1] < 800)
+    click_debug()
+    assert app.panel.debug_open and app.panel.rect.contains(
+        app.panel.container.get_abs_rect())
+    _, portrait = app._column_rects()
+    assert portrait is not None and portrait.h >= 120
+    assert not portrait.colliderect(app.panel.container.get_abs_rect())
+    view = app.panel.view_rect()
+    window = pygame.Rect((0, 0), size)
+    for name, box in app.panel.checks.items():
+        r = scroll_into_view(app, box)
+        assert view.contains(r) and window.contains(r), name
+        ev.click(app, r.center)
+        assert name in app.debug_layers
+    assert len(app.debug_layers) == 4 and app._draw_error is None
+    click_debug()
+    assert not app.panel.debug_open and app.panel.rows_height() == ControlPanel.HEIGHT
+    assert (app.panel.scroller is not None) == (size[1] < 800)
 
 
 def pick(app: App, attr: str, text: str) -> None:

@@ -261,3 +261,52 @@ def test_the_all_integrators_button(app):
     assert "on" in app.panel.ensemble.text
     click(app, app.panel.ensemble.get_abs_rect().center, frames=3)
     assert app.session.ensemble is None and app.panel.ensemble.text == "all (A)"
+
+
+def test_the_debug_draw_section_ticks_layers_and_shows_them_whichever_way_they_came(app):
+    """Closed at first and on the world button's row: the panel is no taller (it does
+    not scroll at 1280 x 800). A click on "▸ debug draw  X" shows a checkbox a layer,
+    unticked, each with its key; a click on a box (or on its words) turns that layer
+    on, a second click off, any of them together; a layer's key or X ticks and unticks
+    the boxes as the layers go; a second click on the button closes the section."""
+    from sandbox.app import debug
+    from sandbox.app.panel import ControlPanel
+
+    p = app.panel
+    assert p.scroller is None and p.rows_height() == ControlPanel.HEIGHT and not p.checks
+    assert p.debug.text == "▸ debug draw  X"
+    assert p.debug.get_abs_rect().y == p.world.get_abs_rect().y          # one row
+    click(app, p.debug.get_abs_rect().center, frames=3)
+    p = app.panel
+    assert p.debug.text == "▾ debug draw  X" and list(p.checks) == list(debug.LAYERS)
+    view = p.view_rect()
+    assert all(view.contains(b.get_abs_rect()) for b in p.checks.values())
+    assert not any(b.is_checked for b in p.checks.values()) and not app.debug_layers
+    labels = {lab.text for lab in p.content.get_container().elements
+              if isinstance(lab, UILabel)}
+    assert {"Alt+1", "Alt+2", "Alt+3", "Alt+4"} <= labels
+    steps = app.world.steps
+    click(app, p.checks["boxes"].get_abs_rect().center)
+    assert app.debug_layers == {"boxes"} and p.checks["boxes"].is_checked
+    click(app, p.checks["corrections"].text_label.get_abs_rect().center)   # its words
+    assert app.debug_layers == {"boxes", "corrections"}
+    assert p.checks["corrections"].is_checked
+    assert app.debug_draw.drawn.legend == ["corrections", "boxes"]
+    click(app, p.checks["boxes"].get_abs_rect().center)
+    assert app.debug_layers == {"corrections"} and not p.checks["boxes"].is_checked
+    assert app.session.log.events[-1][1:] == ["debug", ["corrections"]]  # a command each
+    assert app.world.steps > steps                                 # the world ran on
+    ev.press(pygame.K_4, pygame.KMOD_LALT)                         # a key: the box follows
+    app.frame(H)
+    assert [n for n, b in p.checks.items() if b.is_checked] == ["corrections", "link forces"]
+    ev.press(pygame.K_x)                                           # all off ...
+    app.frame(H)
+    assert not any(b.is_checked for b in p.checks.values()) and not app.debug_layers
+    ev.press(pygame.K_x)                                           # ... and back
+    for _ in range(3):
+        app.frame(H)
+    assert [n for n, b in p.checks.items() if b.is_checked] == ["corrections", "link forces"]
+    assert app.debug_layers == {"corrections", "link forces"}      # no event came back
+    click(app, p.debug.get_abs_rect().center, frames=3)
+    assert not app.panel.checks and app.panel.scroller is None
+    assert app.debug_layers == {"corrections", "link forces"}      # closed, still drawn

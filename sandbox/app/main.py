@@ -177,8 +177,9 @@ class App:
         # chosen, the level's own marks get short ones), each ``trail_seconds`` long.
         self.trailed: set[int] | None = None
         self.trail_seconds = SECONDS[1]
-        self.debug_mode = "off"           # X: one of debug.MODES, drawn only when asked
-        self._debug_note: str | None = None
+        # The debug overlay's commands (X, Alt+1-4, the panel's checkboxes); its layers
+        # are the session's (debug_layers), drawn only while one is on.
+        self.debug_draw = debug.DebugDraw(self)
         self.show_full_hud = False       # V: every number; the first screen is compact
         self._hud_height = 0             # px of the HUD's panel, as last laid out
         self.banner_rect: pygame.Rect | None = None      # where the last banner was drawn
@@ -233,7 +234,9 @@ class App:
             "plot_log": self.plot.toggle_log,
             "caption": self.caption, "select": self.select, "record": self.record,
             "toggle_trail": self.toggle_trail, "trail_length": self.trail_length,
-            "cycle_debug": self.cycle_debug,
+            "toggle_debug": self.debug_draw.toggle_all,
+            "toggle_debug_layer": self.debug_draw.toggle,
+            "set_debug_layer": self.debug_draw.set,
             "save_replay": lambda: s.save_replay(self.out_dir / "replays"),
             **{name: getattr(self.builder, name) for name in (
                 "toggle_build", "set_tool", "cycle_tool", "set_prop", "toggle_prop", "undo",
@@ -260,6 +263,8 @@ class App:
                       lambda self, v: setattr(self.session, "paused", v))
     speed = property(lambda self: self.session.speed,
                      lambda self, v: setattr(self.session, "speed", v))
+    #: The debug overlay's layers on (none: off), a set of ``debug.LAYERS``.
+    debug_layers = property(lambda self: self.session.debug_layers)
 
     #: Worlds up to this many particles keep an energy ledger (World.track_energy): two
     #: energy evaluations a substep, and the substep path instead of a compiled frame.
@@ -604,14 +609,6 @@ class App:
                          f"Shift+L: length)")
         self.history = None                       # re-chosen with it next frame
 
-    def cycle_debug(self, step: int = 1) -> None:
-        """X: the debug overlay: off, contacts, the contacts' corrections, bounding
-        boxes, link forces (said)."""
-        modes = debug.MODES
-        self.debug_mode = modes[(modes.index(self.debug_mode) + step) % len(modes)]
-        self._debug_note = None
-        self.message(f"debug draw: {self.debug_mode} (X: next)")
-
     def trail_length(self, step: int = 1) -> None:
         """Shift+L: the trails' length in seconds, round ``SECONDS``."""
         i = SECONDS.index(self.trail_seconds) if self.trail_seconds in SECONDS else 0
@@ -820,6 +817,7 @@ class App:
             world = s.world
             view = self._view = world.view()
             r.background(surf, cam, world.config.bounds)
+            self.debug_draw.draw_under(surf, cam, world)    # the shape grid, faintly
             r.shapes(surf, cam, view.shapes)
             x = self._positions(world, s.x_before)
             self.label_rects = self._draw_labels(surf, view, x)
@@ -839,12 +837,7 @@ class App:
                 self._ghost_label(surf, gx)
             if s.ensemble is not None:
                 self._draw_ensemble(surf)
-            if self.debug_mode != "off":
-                note = debug.draw(surf, cam, world, self.debug_mode, self.fonts.small,
-                                  self.safe_area())
-                if note and note != self._debug_note:
-                    self.message(note)
-                self._debug_note = note
+            self.debug_draw.draw(surf, cam, world, self.safe_area())
             r.hand(surf, cam, view, x)
             if self.editor is not None:
                 self._draw_build(surf)

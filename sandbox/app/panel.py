@@ -16,7 +16,9 @@ The world's physical parameters (gravity, wind, air drag, bounce, friction, link
 softness: the "world" rows of ``settings.SETTINGS``) are a section of their own, closed
 at first behind one button ("▸ world"): open, its sliders come under the button and the
 panel scrolls to show them (at 1280 x 800 it then scrolls); closed, the panel is no
-taller than the solver's rows need.
+taller than the solver's rows need. The debug draw's section ("▸ debug draw", beside it
+on the same row) opens the same way on one checkbox a layer of the debug overlay
+(:mod:`.debug`), each with its key.
 
 The panel never changes the simulation itself: each widget event becomes one of the
 app's commands (``App.do(action, arg)``), the same that the keys run, and
@@ -32,6 +34,7 @@ import pygame
 import pygame_gui
 from pygame_gui.elements import (
     UIButton,
+    UICheckBox,
     UIDropDownMenu,
     UIHorizontalSlider,
     UILabel,
@@ -42,6 +45,7 @@ from pygame_gui.elements import (
 from ..settings import SETTINGS
 from ..sim.integrators import INTEGRATORS
 from ..sim.timestep import TIMESTEPS
+from . import debug
 from .hud import ASSETS, FONT_FILES
 from .keymap import spec_label
 
@@ -84,6 +88,8 @@ class ControlPanel:
         self.scroller: UIScrollingContainer | None = None
         self._label_of: tuple | None = None        # (scene source, its picker label)
         self.world_open = False                    # the world section's sliders shown
+        self.debug_open = False                    # the debug draw's checkboxes shown
+        self.checks: dict[str, UICheckBox] = {}    # the debug layers' checkboxes
         # The font first (the theme names it), then the theme.
         self.manager = _Manager(app.size, lambda: app.pointer,
                                 enable_live_theme_updates=False)
@@ -185,15 +191,30 @@ class ControlPanel:
         rows = self._slider_rows()
         for row in rows["solver"]:
             y = self._slider(row, y, w, width)
+        # The world's and the debug draw's sections share their buttons' row (another
+        # row would make the panel scroll at 1280 x 800); each opens under it, the
+        # world's sliders first.
         self.world_top = y
-        self.world = UIButton(pygame.Rect(8, y, w, 24), self._world_text(), manager=m,
+        half = (w - 6) // 2
+        self.world = UIButton(pygame.Rect(8, y, half, 24), self._world_text(), manager=m,
                               container=c, tool_tip_text="the world's physical parameters: "
-                              "gravity Y, wind W, air drag D, bounce O, friction K")
+                              "gravity Y, wind W, air drag D, bounce O, friction K, link "
+                              "softness Z")
         self.actions[self.world] = self.toggle_world
+        self.debug = UIButton(pygame.Rect(14 + half, y, w - half - 6, 24), self._debug_text(),
+                              manager=m, container=c, tool_tip_text="debug draw: contacts, "
+                              "the contacts' corrections, bounding boxes and the broad "
+                              "phase's grid, link forces; any of them at once (X: all off "
+                              "/ back on)")
+        self.actions[self.debug] = self.toggle_debug
         y += 28
         if self.world_open:
             for row in rows["world"]:
                 y = self._slider(row, y, w, width)
+        self.debug_top = y
+        self.checks = {}
+        if self.debug_open:
+            y = self._checkboxes(y, width)
         # The ghost's row shares its label line with the ensemble's button (another row
         # would make the panel scroll at 1280 x 800): both are an overlay on the world.
         label("ghost  G, Shift+G", width=w - 116)
@@ -300,15 +321,55 @@ class ControlPanel:
               + (2 + sum(st.section == "solver" for st in SETTINGS.values())) * 42
               + 28 + 20 + 28 + 20 + 28 + 4)
     WORLD_HEIGHT = sum(st.section == "world" for st in SETTINGS.values()) * 42
+    #: ... and the debug draw's checkboxes, one row of ``CHECK_ROW`` px a layer.
+    CHECK_ROW = 22
+    DEBUG_HEIGHT = len(debug.LAYERS) * CHECK_ROW + 4
 
     def rows_height(self) -> int:
         """The controls' rows' height in px as they are built now (the layout reserves
-        it): :attr:`HEIGHT`, and :attr:`WORLD_HEIGHT` more while the world section is
-        open."""
-        return self.HEIGHT + (self.WORLD_HEIGHT if self.world_open else 0)
+        it): :attr:`HEIGHT`, :attr:`WORLD_HEIGHT` more while the world section is open
+        and :attr:`DEBUG_HEIGHT` while the debug draw's is."""
+        return (self.HEIGHT + (self.WORLD_HEIGHT if self.world_open else 0)
+                + (self.DEBUG_HEIGHT if self.debug_open else 0))
 
     def _world_text(self) -> str:
-        return f"{'▾' if self.world_open else '▸'} world: gravity, wind, drag, …"
+        return f"{'▾' if self.world_open else '▸'} world physics"
+
+    def _debug_text(self) -> str:
+        return f"{'▾' if self.debug_open else '▸'} debug draw  X"
+
+    def toggle_debug(self) -> None:
+        """Open or close the debug draw's section (its checkboxes); opened, the panel
+        scrolls to show them where the column is too short for every row."""
+        self.debug_open = not self.debug_open
+        self.build()
+        if self.debug_open and self.scroller is not None:
+            self.scroll_to(self.world_top if not self.world_open else self.debug_top)
+
+    def _checkboxes(self, y: int, width: int) -> int:
+        """One checkbox a debug layer at ``y``, its key at the row's right end; each
+        click is the ``set_debug_layer`` command. Returns the next row's ``y``."""
+        keys = debug.layer_keys()
+        on = self.app.debug_layers
+        for name in debug.LAYERS:
+            box = UICheckBox(pygame.Rect(8, y + 1, 18, 18), debug.CHECKBOX_TEXT[name],
+                             manager=self.manager, container=self.content,
+                             initial_state=name in on,
+                             tool_tip_text=f"{keys[name]}: debug draw: {name} on / off")
+            self._label(keys[name], pygame.Rect(width - 8 - 60, y, 60, 20), "@value")
+            self.checks[name] = box
+            self.actions[box] = (lambda checked, n=name:
+                                 self.app.do("set_debug_layer", (n, checked)))
+            y += self.CHECK_ROW
+        return y + 4
+
+    def _check_label(self, pos) -> str | None:
+        """The layer whose checkbox's text is at ``pos`` (px, in sight), or None: a click
+        there ticks the box too, as a checkbox's label does."""
+        if not self.checks or not self.view_rect().collidepoint(pos):
+            return None
+        return next((n for n, box in self.checks.items()
+                     if box.text_label.get_abs_rect().collidepoint(pos)), None)
 
     def toggle_world(self) -> None:
         """Open or close the world section; opened, the panel scrolls to show it under
@@ -488,6 +549,12 @@ class ControlPanel:
         for key, (_, value, _) in self.sliders.items():
             if value.text != texts[key]:
                 value.set_text(texts[key])
+        for name, box in self.checks.items():
+            on = name in self.app.debug_layers
+            if box.is_checked != on:
+                # Not set_state: it posts a "checked" event, which would be a command.
+                box.is_checked = on
+                box._update_visual_state()
 
     def typing(self) -> bool:
         """True while a text field has the keyboard (keys are text, not hotkeys)."""
@@ -517,6 +584,14 @@ class ControlPanel:
         if (kind == pygame_gui.UI_HORIZONTAL_SLIDER_MOVED
                 and event.ui_element in self.actions):
             self.actions[event.ui_element](event.value)
+            return True
+        if kind in (pygame_gui.UI_CHECK_BOX_CHECKED, pygame_gui.UI_CHECK_BOX_UNCHECKED) \
+                and event.ui_element in self.actions:
+            self.actions[event.ui_element](kind == pygame_gui.UI_CHECK_BOX_CHECKED)
+            return True
+        if kind == pygame.MOUSEBUTTONDOWN and getattr(event, "button", 0) == 1 and \
+                (name := self._check_label(getattr(event, "pos", (-1, -1)))) is not None:
+            self.actions[self.checks[name]](not self.checks[name].is_checked)
             return True
         consumed = self.manager.process_events(event)
         if kind in (pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP, pygame.MOUSEWHEEL):

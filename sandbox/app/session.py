@@ -26,7 +26,7 @@ import numpy as np
 from ..ensemble import BLOWUP_FACTOR, energy_scale
 from ..quantities import DEFAULT as PLOT_DEFAULT
 from ..quantities import Choice
-from ..replay import Playback, SessionLog, level_after
+from ..replay import DEBUG_LAYERS, Playback, SessionLog, level_after
 from ..replay import apply as apply_input
 from ..settings import SETTINGS, Uniform
 from ..settings import apply as apply_setting
@@ -207,6 +207,9 @@ class Session:
         #: not chosen yet): a replay shows the same (``plot`` and ``follow`` events).
         self.plot: Choice = PLOT_DEFAULT
         self.followed: int | None = None
+        #: The debug overlay's layers that are on (``debug.LAYERS``; none: off): a view
+        #: choice, recorded as the graph's is (``debug`` events).
+        self.debug_layers: frozenset[str] = frozenset()
         self.load_scene(scene)
 
     def message(self, text: str, error: bool = False) -> None:
@@ -225,6 +228,8 @@ class Session:
         self.log = SessionLog(scene.title, scene.level_text)
         if not self.plot.auto:                   # chosen before: the replay shows it too
             self.log.record("plot", *self.plot.args())
+        if self.debug_layers:
+            self.log.record("debug", self._debug_args())
         self.followed = None
         self.h = None
         self.timestep = scene.timestep
@@ -935,6 +940,9 @@ class Session:
         if op == "follow":
             self.followed = int(args[0]) if args[0] < self.world.n else self.followed
             return
+        if op == "debug":                         # the overlay, not the world
+            self.debug_layers = frozenset(args[0])
+            return
         # A build-mode edit ("level") is the level later resets rebuild, too.
         held = self.player["held"]
         held.level = level_after(held.level, op, args)
@@ -954,6 +962,19 @@ class Session:
             return
         self.plot = choice
         self.log.record("plot", *choice.args())
+
+    def set_debug(self, layers) -> None:
+        """The debug overlay draws ``layers`` (none: off); recorded as ``["debug",
+        [layer, ...]]``."""
+        layers = frozenset(layers)
+        if layers == self.debug_layers:
+            return
+        self.debug_layers = layers
+        self.log.record("debug", self._debug_args())
+
+    def _debug_args(self) -> list[str]:
+        """The layers on, in ``replay.DEBUG_LAYERS``' order (a file reads the same)."""
+        return [n for n in DEBUG_LAYERS if n in self.debug_layers]
 
     def follow(self, k: int | None) -> None:
         """The graph follows particle ``k`` (a click); recorded as ``["follow", k]``."""

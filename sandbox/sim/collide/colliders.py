@@ -249,6 +249,19 @@ class Colliders:
         n, dx = self._corrections
         return np.zeros((n, 2)) if dx is None else np.array(dx, float, copy=True)
 
+    def grid_cells(self) -> tuple[float, np.ndarray]:
+        """The broad phase's shape grid as a drawing reads it: ``(cell, cells)``, the
+        cell's side (m) and the ``(k, 2)`` int64 cells that hold a shape, cell ``(i, j)``
+        covering ``[i cell, (i + 1) cell] x [j cell, (j + 1) cell]``; ``(0.0, none)``
+        without shapes. Read-only: a copy, and the grid is the one the broad phase
+        queries (built now if no substep has needed it yet)."""
+        if not len(self):
+            return 0.0, np.zeros((0, 2), np.int64)
+        grid = self._broad()[0]
+        keys = np.unique(grid.keys)
+        i, j = np.divmod(keys, grid.dims[1])
+        return float(grid.cell), np.column_stack([i + grid.origin[0], j + grid.origin[1]])
+
     def _neighbours(self, x: np.ndarray, r: np.ndarray, exclude,
                     compiled: bool = False) -> _PairList | None:
         """Candidate particle pairs from a Verlet list (as in molecular dynamics): pairs
