@@ -239,19 +239,21 @@ def grid_rects(world, cam, size) -> tuple[float, list[pygame.Rect]]:
 def link_labels(world) -> list[tuple[np.ndarray, str]]:
     """``[(middle (2,), text)]``: springs' force in N, rigid links' strain in %."""
     x = world.particles.x
-    out = []
+    out: list[tuple[np.ndarray, str]] = []
     s = world.springs
+    view = world.view()
+    if len(s) + len(view.link_i) > MAX_LABELS:       # too many to read: none, not a few
+        return out
     if len(s):
         d = x[s.j] - x[s.i]
         L = np.hypot(d[:, 0], d[:, 1])
         f = s.k * (L - s.rest)
         for a, b, fk in zip(s.i, s.j, f, strict=True):
             out.append(((x[a] + x[b]) / 2, f"{fk:+.3g} N"))
-    view = world.view()
     strain = view.strain()
     for a, b, e in zip(view.link_i, view.link_j, strain, strict=True):
         out.append(((x[a] + x[b]) / 2, f"{100 * e:+.2g}%"))
-    return out[:MAX_LABELS] if len(out) <= MAX_LABELS else []
+    return out
 
 
 class Drawn(NamedTuple):
@@ -320,6 +322,7 @@ def _draw_boxes(surface, cam, world, font, seen: dict) -> tuple[int, str | None]
 def _draw_link_forces(surface, cam, world, font, seen: dict) -> tuple[int, str | None]:
     labels = link_labels(world)
     if not labels and (len(world.springs) or len(world.constraints)):
+        seen["too many"] = True
         return 0, f"link forces: at most {MAX_LABELS} links"
     for mid, text in labels:
         s = font.render(text, True, LABEL)
@@ -342,6 +345,10 @@ def _legend_says(name: str, world, seen: dict) -> str:
         cell = world.colliders.grid_cells()[0]
         return "bounding boxes (broad phase)" + (
             f"; tinted: the shape grid's {cell:.2g} m cells that hold a shape" if cell else "")
+    if not (len(world.springs) or len(world.constraints)):
+        return "link forces: none here (no springs or links)"
+    if seen.get("too many"):
+        return f"link forces: none written, more than {MAX_LABELS} links here"
     return "link forces: a spring's force (N), a rigid link's strain (%)"
 
 

@@ -101,14 +101,14 @@ KEYMAP: list[Binding] = [
     Binding(K.K_l, NONE, "toggle_trails", "trails on / off (Ctrl+click a particle: its "
             "trail)"),
     Binding(K.K_l, SHIFT, "trail_length", "trails' length: 1, 3 or 10 s", arg=1),
-    Binding(K.K_x, NONE, "toggle_debug", "debug draw on / off: the layers last chosen "
-            "(at first the contacts)"),
+    Binding(K.K_x, NONE, "toggle_debug", "debug draw: all off / the layers last chosen "
+            "on"),
     Binding(K.K_1, ALT, "toggle_debug_layer", "debug draw: contact points and normals on "
             "/ off", arg="contacts"),
-    Binding(K.K_2, ALT, "toggle_debug_layer", "debug draw: the contacts' position "
-            "corrections (arrows) on / off", arg="corrections"),
-    Binding(K.K_3, ALT, "toggle_debug_layer", "debug draw: bounding boxes and the broad "
-            "phase's grid on / off", arg="boxes"),
+    Binding(K.K_2, ALT, "toggle_debug_layer", "debug draw: contacts' corrections (arrows) "
+            "on / off", arg="corrections"),
+    Binding(K.K_3, ALT, "toggle_debug_layer", "debug draw: bounding boxes and grid on / "
+            "off", arg="boxes"),
     Binding(K.K_4, ALT, "toggle_debug_layer", "debug draw: link forces (N) and strains (%) "
             "on / off", arg="link forces"),
     Binding(K.K_f, NONE, "phase_axis", "graph: the phase portrait, vx against x (again: vy "
