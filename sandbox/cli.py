@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import __version__
+from .program import command_line, prog
 
 DEFAULT_LEVEL = "playground"          # as sandbox.app.main, which imports pygame
 
@@ -37,25 +38,6 @@ EXIT_STATUS = ("exit status: 0 success; 1 the run failed (a simulation blew up, 
 OUTPUT = ("Output (figures, CSV, clips, screenshots, saved levels) goes to out/ in the "
           "current folder, not into the installed program: you find it where you ran "
           "the command.")
-
-
-def prog() -> str:
-    """How the program was started, for usage lines and messages: ``main.py`` (the
-    checkout's script), ``python -m sandbox`` or ``verlet-sandbox`` (the installed
-    command)."""
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if name == "__main__.py":
-        return "python -m sandbox"
-    if os.path.splitext(name)[0] in ("verlet-sandbox", "verlet-sandbox-script"):
-        return "verlet-sandbox"
-    return "main.py"
-
-
-def command_line() -> str:
-    """What a user types to run the program the way they did: ``python main.py``,
-    ``python -m sandbox`` or ``verlet-sandbox``."""
-    name = prog()
-    return "python main.py" if name == "main.py" else name
 
 
 class _Parser(argparse.ArgumentParser):

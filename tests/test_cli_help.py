@@ -102,7 +102,8 @@ def test_top_level_help_and_version_import_only_the_command_line():
             "m.startswith('sandbox')))")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
-    assert r.stdout.splitlines()[-1].split() == ["SANDBOX", "sandbox", "sandbox.cli"], r.stdout
+    assert r.stdout.splitlines()[-1].split() == ["SANDBOX", "sandbox", "sandbox.cli",
+                                                "sandbox.program"], r.stdout
 
 
 @pytest.mark.parametrize("args, flag, good", [

@@ -137,7 +137,7 @@ def test_every_integrator_and_the_truth_on_one_graph(tmp_path):
     assert set(seen["curves"]) == set(INTEGRATORS)          # one curve each, no world
     lay = app.plot.layout
     assert lay.log and all(lay.series[k][2].size for k in INTEGRATORS)
-    from sandbox.app.main import ensemble_colour
+    from sandbox.app.hud import ensemble_colour
     spec = app.plot.spec()
     assert all(spec.colours[k] == ensemble_colour(k) for k in INTEGRATORS)
     assert all(float(v).is_integer() for v, *_ in lay.yticks)   # whole decades

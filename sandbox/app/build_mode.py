@@ -18,16 +18,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .editor import TOOLS, Editor, new_level_table, parse_value, spec_for
-
-#: Longest title, description and hint the save dialog writes.
-TITLE_MAX, TEXT_MAX = 80, 400
-
-
-def file_stem(title: str) -> str:
-    """The file name a title saves under: ``"My ramp!"`` -> ``my_ramp`` (letters,
-    digits, - and _ only, at most 60)."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", title.strip()).strip("_")[:60].lower()
+from .editor import (
+    TEXT_MAX,
+    TITLE_MAX,
+    TOOLS,
+    Editor,
+    file_stem,
+    model_fields,
+    new_level_table,
+    parse_value,
+    spec_for,
+)
 
 
 class BuildMode:
@@ -258,7 +259,7 @@ class BuildMode:
     def toggle_prop(self, key: str) -> None:
         """Pinned / shear: of the selection when one has it, else of what is made next."""
         ed = self._need_editor()
-        has = [item for item in ed.selection if key in _model_fields(ed.spec(item))]
+        has = [item for item in ed.selection if key in model_fields(ed.spec(item))]
         if has:
             value = not bool(ed.spec(has[-1]).get(key, False))
             self._edit(lambda: ed.set_field(key, value), f"{key} not changed")
@@ -348,17 +349,11 @@ class BuildMode:
         ed.saved = said
         again = build_world(load_level(path)).state_hash()
         same = again == build_world(level).state_hash()
-        from ..cli import command_line  # python main.py, or the installed command
+        from ..program import command_line  # python main.py, or the installed command
         self.app.message(f"saved {title!r} as {path}" + (
             f" (it reopens to the same world, bit for bit; {command_line()} play {path})"
             if same else " - but it does NOT reopen to the same world"), not same, seconds=8)
         return path
-
-
-def _model_fields(spec: dict):
-    from .editor import item_model
-    model = item_model(spec)
-    return model.model_fields if model is not None else {}
 
 
 # --------------------------------------------------------------------------- drawing

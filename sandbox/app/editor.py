@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,8 +83,7 @@ def item_model(spec: dict):
 
 def properties_of(spec: dict) -> list[tuple[str, str, str]]:
     """The :data:`PROPERTIES` a body's or shape's type has."""
-    model = item_model(spec)
-    fields = model.model_fields if model is not None else {}
+    fields = model_fields(spec)
     return [p for p in PROPERTIES if p[0] in fields]
 
 
@@ -577,3 +577,20 @@ def _inside_convex(pts: np.ndarray, p: np.ndarray) -> bool:
     e = np.roll(pts, -1, axis=0) - pts
     c = e[:, 0] * (p[1] - pts[:, 1]) - e[:, 1] * (p[0] - pts[:, 0])
     return bool((c >= 0).all() or (c <= 0).all())
+
+
+#: Longest title, description and hint the save dialog writes.
+TITLE_MAX, TEXT_MAX = 80, 400
+
+
+def file_stem(title: str) -> str:
+    """The file name a title saves under: ``"My ramp!"`` -> ``my_ramp`` (letters,
+    digits, - and _ only, at most 60)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", title.strip()).strip("_")[:60].lower()
+
+
+def model_fields(spec: dict):
+    """The level schema's fields of the item ``spec`` (a body's or a shape's), the
+    properties the panel lets a person edit; none for an item without a model."""
+    model = item_model(spec)
+    return model.model_fields if model is not None else {}

@@ -39,7 +39,7 @@ from .hud import (
     TEXT,
     U_COLOUR,
     fmt,
-    wrap,
+    wrap_text,
 )
 
 #: Relative drift is shown only when ``|E0| >= RELATIVE_MIN * (|K0| + |U0|)``.
@@ -856,7 +856,7 @@ class QuantityGraph(_Painted):
         if spec.note is None:
             self._place_xticks(font, axis, plot, out, spec)
         if spec.note is not None:
-            lines = wrap(font, spec.note, plot.w - 8)
+            lines = wrap_text(font, spec.note, plot.w - 8)
             top = plot.centery - len(lines) * line // 2
             out.note = [(pygame.Rect(plot.x + 4, top + k * line, font.size(s)[0], line), s,
                          DIM) for k, s in enumerate(lines)]

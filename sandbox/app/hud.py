@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pygame
 
 from ..resources import assets_dir
+from ..sim.integrators import INTEGRATORS
 from .keymap import HELP_PAGING, MOUSE_HELP, help_lines
 from .keymap import key_name as key_label_of
 from .render import STRAIN_LABELS, STRAIN_RGB
@@ -225,23 +226,6 @@ def fmt(v: float, unit: str = "") -> str:
             v, prefix = v / scale, p
             break
     return f"{v:.3g}{(' ' + prefix + unit) if unit or prefix else ''}"
-
-
-def wrap(font: pygame.font.Font, text: str, width: int) -> list[str]:
-    """``text`` broken at spaces into lines no wider than ``width`` px (a word longer
-    than that gets a line of its own)."""
-    lines: list[str] = []
-    for para in text.splitlines() or [""]:
-        line = ""
-        for word in para.split():
-            trial = f"{line} {word}" if line else word
-            if line and font.size(trial)[0] > width:
-                lines.append(line)
-                line = word
-            else:
-                line = trial
-        lines.append(line)
-    return lines
 
 
 #: px: the least width of a column of the help (a key, and 30-odd characters of what it
@@ -469,3 +453,10 @@ class Overlay:
         bottom = size[1] - 8 if bottom is None else bottom
         w = max(f.size(t)[0] for t, _ in lines) + 16
         return lines, pygame.Rect(8, bottom - h, w, h)
+
+
+def ensemble_colour(name: str) -> tuple[int, int, int]:
+    """The integrator's plot colour (its ``style``), a quarter of the way to white: the
+    dark ones (brown, grey) stand out on the dark background."""
+    c = pygame.Color(INTEGRATORS[name].style[0])
+    return tuple(int(v + (255 - v) * 0.25) for v in (c.r, c.g, c.b))

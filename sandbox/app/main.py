@@ -54,6 +54,7 @@ from .hud import (
     Fonts,
     Overlay,
     columns_block,
+    ensemble_colour,
     fit_line,
     strain_legend,
     strain_legend_size,
@@ -106,13 +107,6 @@ HUD_GAP = 28                            # px between its two columns
 GRAPH_WIDTH = (PANEL_WIDTH, 552)        # px: the energy graph's least and most width
 GRAPH_HEIGHT = (150, 180)               # px: its least and most height (1/4 of the window)
 PLOT_HEIGHT = (120, 260)                # px: the graph of any quantity under the panel
-
-
-def ensemble_colour(name: str) -> tuple[int, int, int]:
-    """The integrator's plot colour (its ``style``), a quarter of the way to white: the
-    dark ones (brown, grey) stand out on the dark background."""
-    c = pygame.Color(INTEGRATORS[name].style[0])
-    return tuple(int(v + (255 - v) * 0.25) for v in (c.r, c.g, c.b))
 
 
 def fit(v: float, width: int, decimals: int, sign: bool = False) -> str:

@@ -541,6 +541,8 @@ class ControlPanel:
         for slider, _, get in self.sliders.values():
             v = get()
             v = int(v) if slider.use_integers_for_value else float(v)
+            lo, hi = sorted(slider.value_range)     # past its range (Ctrl+= halving the
+            v = min(max(v, lo), hi)                 # step to 480 Hz): shown at its end
             if slider.get_current_value() != v:
                 slider.set_current_value(v)
         hz = 1.0 / s.policy.nominal_h
@@ -763,8 +765,8 @@ class ControlPanel:
             y += 28
         label("Enter applies a value" + (" to all" if many > 1 else ""), h=20)
         y += 22
-        from .build_mode import _model_fields
-        fields = _model_fields(primary)
+        from .editor import model_fields
+        fields = model_fields(primary)
         bw = (w - 6) // 2
         for k, key in enumerate(("pinned", "shear")):
             if key in fields:
@@ -816,7 +818,7 @@ class ControlPanel:
             if button.text != text:
                 button.set_text(text)
         if self.dialog is not None and self.save_to is not None:
-            from .build_mode import file_stem
+            from .editor import file_stem
             stem = file_stem(self.entry.get_text())
             text = (f"file: {self.app.out_dir / 'levels' / stem}.toml" if stem else
                     "file: (a title names it)")
@@ -835,7 +837,7 @@ class ControlPanel:
         description and its hint, prefilled with ``fields``."""
         from pygame_gui.elements import UITextEntryLine, UIWindow
 
-        from .build_mode import TEXT_MAX, TITLE_MAX
+        from .editor import TEXT_MAX, TITLE_MAX
 
         if isinstance(fields, str):
             fields = {"title": fields}

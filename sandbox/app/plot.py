@@ -154,7 +154,7 @@ class Plot:
     def colour(self, key: str) -> tuple[int, int, int]:
         """A curve's colour, as the scene draws its world."""
         if key in INTEGRATORS:
-            from .main import ensemble_colour
+            from .hud import ensemble_colour
             return ensemble_colour(key)
         return {"world": TRAIL_COLOUR, "ghost": GHOST_COLOUR,
                 "truth": TRUTH_COLOUR}.get(key, TEXT)

@@ -892,7 +892,7 @@ class Session:
         from ..atomic import atomic_write_text
         atomic_write_text(path, text)
         n = self.log.frame
-        from ..cli import command_line  # python main.py, or the installed command
+        from ..program import command_line  # python main.py, or the installed command
         self.message(f"replay saved: {path} ({n} frames; {command_line()} replay {path})")
         return path
 
