@@ -10,11 +10,11 @@ instead. The same numbers as the XPBD sweep of :mod:`.kernels` (``tests/test_ker
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .backend import njit
-from .collide.records import Links
 from .kernels import (
     GATHER_SOFT,
     ROPE,
@@ -24,6 +24,38 @@ from .kernels import (
     _pairs_serial,
     _run_stride,
 )
+
+
+class Links(NamedTuple):
+    """The links (distance constraints) as the frame's serial sweep takes them
+    (:func:`sweep_factored`), a row a link unless said; the frame (``collide.frame``)
+    builds it. It lives here, with the sweep that reads it: the contact package uses
+    the links, not the other way round.
+
+    ``ci``, ``cj``    int64: the linked particles
+    ``rest``          float: the rest lengths, m
+    ``compliance``    float: the compliances (0: rigid)
+    ``kind``          int8: each link's kind (stick, rope, ...)
+    ``plan``          int64 (B, 6): the sweep's blocks
+    ``inv_h2``        float: ``1 / h^2``
+    ``lam``           float: the multipliers
+    ``den``, ``even``  float, bool: the frame's factors (``link_factors``)
+    ``buf``           float: the compliant sticks' scratch (``soft_scratch``)
+    ``lost``          bool: a link lost its compliance (``link_factors``)
+    """
+
+    ci: np.ndarray
+    cj: np.ndarray
+    rest: np.ndarray
+    compliance: np.ndarray
+    kind: np.ndarray
+    plan: np.ndarray
+    inv_h2: float
+    lam: np.ndarray
+    den: np.ndarray
+    even: np.ndarray
+    buf: np.ndarray
+    lost: bool
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")

@@ -41,6 +41,7 @@ import math
 import numpy as np
 
 from ..kernels import _project_batches
+from ..serial_links import Links
 from ..serial_links import link_factors as _link_factors
 from ..serial_links import soft_scratch as _soft_scratch
 from ..serial_links import sweep_factored as _sweep_factored
@@ -61,7 +62,6 @@ from .records import (
     Bounce,
     Fold,
     Grid,
-    Links,
     Moves,
     Pairs,
     PairState,

@@ -269,33 +269,3 @@ class Steps(NamedTuple):
     at: float
     h: float
     v_th: float
-
-
-class Links(NamedTuple):
-    """The links (distance constraints) as the frame's serial sweep takes them
-    (``serial_links.sweep_factored``), a row a link unless said.
-
-    ``ci``, ``cj``    int64: the linked particles
-    ``rest``          float: the rest lengths, m
-    ``compliance``    float: the compliances (0: rigid)
-    ``kind``          int8: each link's kind (stick, rope, ...)
-    ``plan``          int64 (B, 6): the sweep's blocks
-    ``inv_h2``        float: ``1 / h^2``
-    ``lam``           float: the multipliers
-    ``den``, ``even``  float, bool: the frame's factors (``link_factors``)
-    ``buf``           float: the compliant sticks' scratch (``soft_scratch``)
-    ``lost``          bool: a link lost its compliance (``link_factors``)
-    """
-
-    ci: np.ndarray
-    cj: np.ndarray
-    rest: np.ndarray
-    compliance: np.ndarray
-    kind: np.ndarray
-    plan: np.ndarray
-    inv_h2: float
-    lam: np.ndarray
-    den: np.ndarray
-    even: np.ndarray
-    buf: np.ndarray
-    lost: bool
