@@ -1,7 +1,7 @@
 """The maps that need a cluster: stability over (w h, c h), the moon's fate over (steps per
 orbit, launch speed), and random-dt's distribution over many frame-time sequences.
 
-Each runs its cases through the lab's sweep runner (:func:`experiments.sweep`) and writes
+Each runs its cases through the lab's sweep runner (:func:`context.sweep`) and writes
 its tables, CSVs and figures like the other experiments; ``experiments`` registers them.
 """
 
@@ -11,7 +11,7 @@ import io
 
 import numpy as np
 
-from .experiments import Context, Result, _emit, _g, format_table, sweep, write_csv
+from .context import Context, Result, _emit, _g, format_table, sweep, write_csv
 from .output import write_bytes
 
 QUICK_RES = 82             # stability-map --quick: 82 x 82 (no closed-form edge within

@@ -350,7 +350,8 @@ def judge(numbers: dict[str, dict]) -> list[Claim]:
 
 # --- rendering ------------------------------------------------------------------------
 
-def _blocks(results, claims: list[Claim], quick: bool, seed: int) -> list[tuple]:
+def _blocks(results, claims: list[Claim], quick: bool, seed: int,
+            titles: dict[str, tuple[str, str]]) -> list[tuple]:
     b: list[tuple] = [("h1", "Verlet Sandbox: what the experiments measured")]
     from ..program import command_line  # python main.py, or the installed command
     run = command_line()
@@ -367,9 +368,7 @@ def _blocks(results, claims: list[Claim], quick: bool, seed: int) -> list[tuple]
         b.append(("p", c.paragraph))
     b.append(("h2", "Experiments"))
     for r in results:
-        from .experiments import EXPERIMENTS
-        e = EXPERIMENTS.get(r.name)
-        title, blurb = (e.title, e.blurb) if e else (r.name, "")
+        title, blurb = titles.get(r.name, (r.name, ""))
         b.append(("h3", title))
         b.append(("p", f"{blurb} `{run} experiment {r.name}`"))
         for f in r.files:
@@ -458,11 +457,13 @@ def render_html(blocks: list[tuple]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report(results, ctx) -> list[Path]:
-    """Write ``report.md`` and ``report.html`` into ``ctx.out``; returns both paths."""
+def write_report(results, ctx, titles: dict[str, tuple[str, str]]) -> list[Path]:
+    """Write ``report.md`` and ``report.html`` into ``ctx.out``; returns both paths.
+    ``titles``: each experiment's title and blurb by name (the experiments' registry
+    hands them in: the report knows no experiment)."""
     numbers = {r.name: r.numbers for r in results}
     claims = judge(numbers)
-    blocks = _blocks(results, claims, ctx.quick, ctx.seed)
+    blocks = _blocks(results, claims, ctx.quick, ctx.seed, titles)
     ctx.out.mkdir(parents=True, exist_ok=True)
     md, page = ctx.out / "report.md", ctx.out / "report.html"
     write_text(md, render_markdown(blocks))
