@@ -507,6 +507,9 @@ def test_the_save_dialog_asks_for_title_description_and_hint(built, tmp_path):
         "Two bobs", "Two particles on a rod", "Drag one")
     from sandbox.app.session import scene_from_level
     assert scene_from_level(str(path)).title == "Two bobs"
+    # The window names the level as saved (it said "new level" before).
+    assert (app.session.scene.title, app.session.scene.description) == (
+        "Two bobs", "Two particles on a rod")
     # Asked again: what was saved.
     app.do("save_level")
     app.frame(H)

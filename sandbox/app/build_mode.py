@@ -347,6 +347,11 @@ class BuildMode:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
         ed.saved = said
+        # The window now shows the level by the name it was saved under (its title
+        # said "new level", or the source level's, after saving).
+        scene = self.app.session.scene
+        scene.title, scene.description, scene.hint = title, description, hint
+        self.app.show_title()
         again = build_world(load_level(path)).state_hash()
         same = again == build_world(level).state_hash()
         from ..program import command_line  # python main.py, or the installed command

@@ -299,6 +299,10 @@ class App:
         # Under uniform gravity the total energy depends on where y = 0 is: a drift in
         # % of it means nothing, so the graph reads it in J (an orbit keeps %).
         self.graph.allow_percent = not any(self.world.config.gravity)
+        self.show_title()
+
+    def show_title(self) -> None:
+        """The window's title bar: the program and the level's name."""
         if self.screen is not None:
             pygame.display.set_caption(f"{TITLE} - {self.scene.title}")   # ASCII for X
 
