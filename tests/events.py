@@ -33,6 +33,41 @@ def window_app(scene, tmp_path, size=(1280, 800)):
     return App(scene, size=size, out_dir=tmp_path)
 
 
+def irregular_frames(app, seed: int, count: int):
+    """``run(n)``: ``n`` frames of ``app`` at irregular real frame times (uniform in
+    8-35 ms, from ``seed``; ``count`` of them in all), as a person's machine gives."""
+    import numpy as np
+    dts = iter(np.random.default_rng(seed).uniform(0.008, 0.035, count))
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            app.frame(next(dts))
+    return run
+
+
+def replays_alike(app, path, tmp_path):
+    """The replay ``path`` that ``app``'s session saved ends where the window did: its
+    recorded hash, played headless, and played by a window session of its own. Returns
+    the replay and the world and session that played it."""
+    from sandbox.app.main import App
+    from sandbox.app.session import scene_from_spec
+    from sandbox.levels import parse_level
+    from sandbox.replay import load, play
+
+    rep = load(path)
+    digest = app.session.world.state_hash()
+    assert rep.final_hash == digest
+    world = play(rep)                                                 # headless
+    assert world.state_hash() == digest
+    other = App(scene_from_spec(parse_level(rep.level.text, "r"), path, None),
+                size=(1280, 800), out_dir=tmp_path)
+    other.session.play_replay(rep)
+    for _ in range(len(rep.frames) + 2):
+        other.frame(0.5)
+    assert other.world.state_hash() == digest                         # in a window
+    return rep, world, other.session
+
+
 def _pos(pos) -> tuple[int, int]:
     return (int(round(pos[0])), int(round(pos[1])))
 

@@ -107,17 +107,53 @@ class Snapshots:
             return {"x": z["p_x"], "v": z["p_v"], "w": z["p_inv_mass"], "i": z["c_i"]}
 
 
-def test_every_mouse_gesture_at_a_real_window(xvfb, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}   # x11, not dummy
-    env.update(DISPLAY=xvfb, VERLET_SANDBOX_OUT=str(tmp_path), PYTHONUNBUFFERED="1")
-    log_path = tmp_path / "app.log"
-    log = log_path.open("w")
-    app = subprocess.Popen([sys.executable, "main.py", "play", "playground", "--frames",
-                            "100000"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+class RealApp:
+    """``python main.py play LEVEL`` on the Xvfb ``display`` (x11, not the dummy driver),
+    its output in ``tmp_path / "app.log"``, with xdotool at hand (:meth:`xdo`)."""
 
-    def xdo(*args, timeout: float = 20) -> str:
-        return subprocess.run(["xdotool", *map(str, args)], env=env, capture_output=True,
-                              text=True, timeout=timeout, check=True).stdout.strip()
+    def __init__(self, display: str, tmp_path: Path, level: str) -> None:
+        self.env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
+        self.env.update(DISPLAY=display, VERLET_SANDBOX_OUT=str(tmp_path),
+                        PYTHONUNBUFFERED="1")
+        self.log_path = tmp_path / "app.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen([sys.executable, "main.py", "play", level, "--frames",
+                                      "100000"], cwd=ROOT, env=self.env, stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+
+    def xdo(self, *args, timeout: float = 20) -> str:
+        return subprocess.run(["xdotool", *map(str, args)], env=self.env,
+                              capture_output=True, text=True, timeout=timeout,
+                              check=True).stdout.strip()
+
+    def window(self) -> str:
+        """The visible window's id once it has its title (SDL may create helper windows
+        of the same class)."""
+        wid = self.xdo("search", "--sync", "--onlyvisible", "--classname",
+                       "verlet-sandbox").split()[-1]
+        _wait_for(lambda: "Verlet Sandbox" in self.xdo("getwindowname", wid), 10,
+                  "the title")
+        return wid
+
+    def quit(self) -> None:
+        """Q, as a person closes it: the app exits 0."""
+        self.xdo("key", "q")
+        assert self.proc.wait(20) == 0, self.log_path.read_text()
+
+    def close(self) -> str:
+        """Stop the app if it still runs; its output, with no traceback in it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+        text = self.log_path.read_text()
+        assert "Traceback" not in text, text
+        return text
+
+
+def test_every_mouse_gesture_at_a_real_window(xvfb, tmp_path):
+    real = RealApp(xvfb, tmp_path, "playground")
+    xdo = real.xdo
 
     def at(cam, world_point):
         s = cam.to_screen(np.asarray(world_point, float))
@@ -139,10 +175,7 @@ def test_every_mouse_gesture_at_a_real_window(xvfb, tmp_path):
 
     snaps = Snapshots(xdo, tmp_path / "snapshots")
     try:
-        # SDL may create helper windows of the same class: take the visible one.
-        wid = xdo("search", "--sync", "--onlyvisible", "--classname",
-                  "verlet-sandbox").split()[-1]
-        _wait_for(lambda: "Verlet Sandbox" in xdo("getwindowname", wid), 10, "the title")
+        wid = real.window()
         size = geometry()
         cam = app_camera(size)
         move((size[0] // 2, size[1] // 2))
@@ -254,15 +287,10 @@ def test_every_mouse_gesture_at_a_real_window(xvfb, tmp_path):
         gain = energy(thrown) - energy(held)
         assert gain > 2.0, f"the flick added {gain:.3f} J/kg (speed {thrown['v'][bob]})"
 
-        xdo("key", "q")
-        assert app.wait(20) == 0, log_path.read_text()
+        real.quit()
     finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
-        log.close()
-    text = log_path.read_text()
-    assert "Traceback" not in text and "failed" not in text, text
+        text = real.close()
+    assert "failed" not in text, text
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11/Wayland variables")
@@ -298,44 +326,26 @@ def test_exploring_keys_at_a_real_window_are_recorded_and_replay_bit_for_bit(xvf
     not in the file) and plays back headless to the state hash it recorded."""
     import json
 
-    env = {k: v for k, v in os.environ.items() if k != "SDL_VIDEODRIVER"}
-    env.update(DISPLAY=xvfb, VERLET_SANDBOX_OUT=str(tmp_path), PYTHONUNBUFFERED="1")
-    log_path = tmp_path / "app.log"
-    log = log_path.open("w")
-    app = subprocess.Popen([sys.executable, "main.py", "play", "bridge", "--frames",
-                            "100000"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def xdo(*args, timeout: float = 20) -> str:
-        return subprocess.run(["xdotool", *map(str, args)], env=env, capture_output=True,
-                              text=True, timeout=timeout, check=True).stdout.strip()
-
+    real = RealApp(xvfb, tmp_path, "bridge")
     try:
-        wid = xdo("search", "--sync", "--onlyvisible", "--classname",
-                  "verlet-sandbox").split()[-1]
-        _wait_for(lambda: "Verlet Sandbox" in xdo("getwindowname", wid), 10, "the title")
-        xdo("windowfocus", wid)
+        wid = real.window()
+        real.xdo("windowfocus", wid)
         time.sleep(1.0)
         for key in ("y", "y", "o", "z", "a", "u", "j", "a"):
-            xdo("key", "--window", wid, key)
+            real.xdo("key", "--window", wid, key)
             time.sleep(0.4)
         time.sleep(1.0)
-        xdo("key", "--window", wid, "F6")
+        real.xdo("key", "--window", wid, "F6")
         files = _wait_for(lambda: list((tmp_path / "replays").glob("*.replay.json")), 20,
                           "the replay file")
-        xdo("key", "q")
-        assert app.wait(20) == 0, log_path.read_text()
+        real.quit()
     finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait()
-        log.close()
-    text = log_path.read_text()
-    assert "Traceback" not in text, text
+        real.close()
     replay = files[0]
     words = json.dumps(json.loads(replay.read_text())["events"])
     for command in ('"set", "gravity"', '"set", "restitution"', '"set", "link_softness"',
                     '"plot"'):
         assert command in words, f"{command} not recorded: {words[:400]}"
     run = subprocess.run([sys.executable, "main.py", "replay", "--headless", str(replay)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                         cwd=ROOT, env=real.env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

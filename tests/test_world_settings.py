@@ -152,12 +152,7 @@ def _play_a_session(tmp_path) -> tuple[App, object]:
     friction), a reset (the settings stay), more frames. Returns the app and the replay
     file saved at the end."""
     app = ev.window_app("playground", tmp_path)
-    dts = iter(np.random.default_rng(7).uniform(0.008, 0.035, 400))
-
-    def run(frames):
-        for _ in range(frames):
-            app.frame(next(dts))
-
+    run = ev.irregular_frames(app, 7, 400)
     run(10)
     for key, mod in ((pygame.K_y, 0), (pygame.K_y, 0), (pygame.K_w, 0), (pygame.K_w, 0),
                      (pygame.K_o, 0), (pygame.K_k, pygame.KMOD_SHIFT)):
@@ -188,18 +183,9 @@ def test_every_new_setting_replays_bit_for_bit(tmp_path):
     after_reset = [e[2:] for e in rep.events[[e[1] for e in rep.events].index("reset"):]
                    if e[1] == "set"]
     assert ["gravity", 3.7] in after_reset and ["wind", -6.5] in after_reset
-    digest = s.world.state_hash()
-    assert rep.final_hash == digest
-    world = play(rep)                                                 # headless
-    assert world.state_hash() == digest and world.config == s.world.config
-    # ... and in the window: the replay drives a session of its own.
-    other = App(scene_from_spec(parse_level(rep.level.text, "r"), path, None),
-                size=(1280, 800), out_dir=tmp_path)
-    other.session.play_replay(rep)
-    for _ in range(len(rep.frames) + 2):
-        other.frame(0.5)
-    assert other.world.state_hash() == digest
-    assert other.session.setting("wind") == -6.5 and other.session.setting("gravity") == 3.7
+    _, world, other = ev.replays_alike(app, path, tmp_path)
+    assert world.config == s.world.config
+    assert other.setting("wind") == -6.5 and other.setting("gravity") == 3.7
 
 
 def test_a_level_with_wind_replays_and_resets_to_its_own_wind(tmp_path):
