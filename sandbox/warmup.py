@@ -13,10 +13,16 @@ compiled kernels between two calls (``backend.set_ready``). How:
 
 1. If the kernels are not known to be in the cache (a first start, or the kernel
    sources changed), a child process (``python -m sandbox.warmup``, at a lower
-   priority) compiles them and fills the disk cache: 35-50 s on a 2-core machine, on
-   the other core, with this process's interpreter lock untouched. It does the
+   priority) compiles them and fills the disk cache: about two minutes of CPU for
+   everything on a 2-core machine (the contact stages ~100 s of it), on the other
+   core, with this process's interpreter lock untouched. It does the
    constraint and Verlet kernels first (~10 s a float type: list the level's type
    first) and says so; the contact stages follow.
+   A world without contacts needs no contact stages, which are most of the
+   compiling: the app leaves them out for such a first level (``contact_dtypes=()``;
+   contacts then stay on the numpy references, never compiled inside a frame) and
+   :meth:`Warmup.need_contacts` adds them behind the frames when a world with contacts
+   first appears (a level switch, build mode's first shape).
 2. A thread of this process loads each part from the cache as soon as it is there
    (well under a second, during which frames run slower but do not stop) and switches
    every world over: cloths get their compiled kernels before the contact stages.
@@ -203,6 +209,7 @@ class Warmup:
         self._done = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="kernel-warm-up", daemon=True)
+        self._later: threading.Thread | None = None      # need_contacts()'s phase
 
     @property
     def ready(self) -> bool:
@@ -216,7 +223,9 @@ class Warmup:
         # In a learner's words: what is slow, why, for how long; "kernels" and "numpy"
         # mean nothing to someone who opened a window to watch a pendulum.
         if self.phase == "compiling":
-            what = ("collisions" if "kernels" in self.ready_parts else "physics")
+            # After the physics: the contact stages if asked for, else the drawing's.
+            what = ("physics" if "kernels" not in self.ready_parts else
+                    "collisions" if self.contact_dtypes else "drawing")
             return (f"first start: building fast {what} ({time.monotonic() - self._t0:.0f}"
                     " s); slower frames meanwhile, the same motion")
         if self.phase == "loading":
@@ -267,11 +276,58 @@ class Warmup:
                 self._part_ready("kernels")
             warm_up(self.dtypes, self.contact_dtypes, self.extra,
                     on_extra=lambda: self.ready_parts.add("extras"), tell=False)
-            backend.set_ready(True)
+            for part in self.parts():
+                self._part_ready(part)
             self.seconds = time.monotonic() - self._t0
             self.phase = "ready"
             _mark(_marker(fp))
         except Exception as e:                        # the numpy path stays: still correct
+            self.error = f"{type(e).__name__}: {e}"
+            self.phase = "numpy"
+        finally:
+            self._done.set()
+
+    def parts(self) -> tuple[str, ...]:
+        """The parts of ``backend.PARTS`` this warm-up makes ready: the contact stages
+        only when asked for them (a level without contacts never compiles them)."""
+        return backend.PARTS if self.contact_dtypes else ("kernels",)
+
+    def need_contacts(self) -> bool:
+        """A world with contacts is on screen: compile (or load) the contact stages
+        behind the frames too, if this warm-up left them out; meanwhile contacts run on
+        numpy (``backend.usable("contacts")`` stays False: a first contact step never
+        waits for the compiler). Returns True if that starts now (the HUD then shows
+        :meth:`status` again until :attr:`done`)."""
+        if self.contact_dtypes or self._later is not None or not backend.INSTALLED:
+            return False
+        self.contact_dtypes = ("float64",)      # every shipped level with contacts
+        self._done.clear()
+        self._later = threading.Thread(target=self._run_contacts, name="contact-warm-up",
+                                       daemon=True)
+        self._later.start()
+        return True
+
+    def _run_contacts(self) -> None:
+        self._thread.join()                     # after the first phase, never beside it
+        if self.phase == "numpy":               # it failed: the numpy references stay
+            self._done.set()
+            return
+        self._t0 = time.monotonic()
+        try:
+            fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
+            if self.use_process and not _marker(fp).exists():
+                self.phase = "compiling"
+                self._compile_in_child()
+                if self._closed:
+                    raise RuntimeError("closed")
+            self.phase = "loading"
+            with backend.loading():
+                _contacts(self.contact_dtypes)
+            self._part_ready("contacts")
+            self.seconds = time.monotonic() - self._t0
+            self.phase = "ready"
+            _mark(_marker(fp))
+        except Exception as e:                  # contacts stay on numpy: still correct
             self.error = f"{type(e).__name__}: {e}"
             self.phase = "numpy"
         finally:
@@ -321,7 +377,8 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
     Every world runs the numpy references until ``handle.ready``, then the compiled
     kernels (the switch is process-wide). ``dtypes``: float types of the constraint and
     Verlet kernels; ``contact_dtypes``: of the contact stages (the levels with contacts
-    run float64); ``extra``: ``"module:function"`` warm-ups of other kernels to compile
+    run float64; ``()``: none until :meth:`Warmup.need_contacts`); ``extra``:
+    ``"module:function"`` warm-ups of other kernels to compile
     in the same child and load in the same thread (e.g. ``"sandbox.app.raster:warm_up"``).
     A kernel type not listed still works: its first call compiles it then.
     ``numpy_first``: even with a full cache, run the numpy references until the
@@ -337,8 +394,12 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
     handle.fingerprint = _fingerprint(handle.dtypes, handle.contact_dtypes, handle.extra)
     handle.warm = _marker(handle.fingerprint).exists()
     handle.numpy_first = numpy_first
-    # A warm cache is used from the first frame, unless the first world is small.
-    backend.set_ready(handle.warm and not numpy_first)
+    # A warm cache is used from the first frame, unless the first world is small; the
+    # contact stages only if they are part of it (else a first contact step would
+    # compile them inside a frame: contacts run on numpy until need_contacts()).
+    backend.set_ready(False)
+    for part in handle.parts():
+        backend.set_ready(handle.warm and not numpy_first, part)
     handle._thread.start()
     return handle
 

@@ -1048,6 +1048,7 @@ def test_a_first_world_run_compiled_is_drawn_before_the_kernels_load(monkeypatch
     class WarmCache:                 # a warm-up whose kernels are used from the start
         ready, done, warm, numpy_first, phase = False, False, True, False, "loading"
         ready_parts: set = set()
+        contact_dtypes = ("float64",)
 
         def status(self):
             return "loading kernels"
@@ -1055,7 +1056,8 @@ def test_a_first_world_run_compiled_is_drawn_before_the_kernels_load(monkeypatch
         def close(self):
             pass
 
-    def start(dtype="float64", small=False):
+    def start(dtype="float64", small=False, contacts=True):
+        assert contacts                                   # the rope has walls
         backend.set_ready(True)
         return WarmCache()
 
@@ -1072,3 +1074,39 @@ def test_a_first_world_run_compiled_is_drawn_before_the_kernels_load(monkeypatch
     finally:
         gc.unfreeze()
     assert seen == [(False, False), (True, True)]
+
+
+def test_the_first_level_with_contacts_starts_their_compiling(tmp_path):
+    """Opened on a level without contacts, the window's warm-up leaves the contact
+    stages out (most of the compiling); switching to a level with contacts starts them
+    behind the frames, once, and the HUD shows the warm-up's status again."""
+    from sandbox.app.main import App, scene_from_level
+
+    class Handle:
+        contact_dtypes: tuple = ()
+        done, ready, ready_parts = True, True, {"kernels"}
+        asked = 0
+
+        def need_contacts(self):
+            self.asked += 1
+            self.contact_dtypes, self.done = ("float64",), False
+            return True
+
+        def status(self):
+            return "first start: building fast collisions (1 s)"
+
+    pygame.display.init()
+    pygame.display.set_mode((1280, 800))
+    h = Handle()
+    app = App(scene_from_level("pendulums"), size=(1280, 800), out_dir=tmp_path, kernels=h)
+    assert not app.world.has_contacts
+    for _ in range(3):
+        app.frame(H)
+    assert h.asked == 0
+    app.do("set_level", "pile")
+    app.frame(H)
+    assert h.asked == 1 and app.kernels is h
+    for _ in range(3):
+        app.frame(H)
+    assert h.asked == 1                                    # once
+

@@ -95,6 +95,48 @@ def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
 
 
 @needs_numba
+def test_a_level_without_contacts_compiles_none_until_one_appears(restore_backend,
+                                                                 tmp_path, monkeypatch):
+    """9 of the 15 shipped levels have no contacts, and the contact stages are most of the
+    compiling: a warm-up without them leaves contacts on the numpy references (never
+    compiled inside a frame), and need_contacts() adds them behind the frames once a
+    world with contacts appears; the pile steps the same bits before and after."""
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
+    assert h.wait(600), h.error
+    assert backend.usable("kernels") and not backend.usable("contacts")
+    a, b = _pile(), _pile()
+    assert not a.colliders.compiled(a.particles, a.particles.x_prev)    # numpy contacts
+    for _ in range(5):
+        a.step(1 / 60)
+    assert h.need_contacts() and not h.done
+    assert not h.need_contacts()                      # once
+    assert h.wait(600), h.error
+    assert h.ready and backend.usable("contacts") and "contacts" in h.ready_parts
+    assert (tmp_path / f"warm-{warmup._fingerprint(('float64',), ('float64',), ())}"
+            ).exists()
+    assert a.colliders.compiled(a.particles, a.particles.x_prev)        # compiled now
+    for _ in range(5):
+        b.step(1 / 60)
+    for _ in range(5):
+        a.step(1 / 60)
+        b.step(1 / 60)
+    assert _same(a, b)                                # the same bits either way
+
+
+def test_the_status_names_what_is_being_built():
+    """While the child compiles: the physics first, then the collisions when they were
+    asked for, else the drawing (a level without contacts compiles none)."""
+    w = warmup.Warmup(("float64",), (), (), use_process=True)
+    w.phase = "compiling"
+    assert w.status().startswith("first start: building fast physics")
+    w.ready_parts = {"kernels"}
+    assert w.status().startswith("first start: building fast drawing")
+    w.contact_dtypes = ("float64",)
+    assert w.status().startswith("first start: building fast collisions")
+
+
+@needs_numba
 def test_background_warm_up_in_a_child_process(restore_backend, tmp_path, monkeypatch):
     """The child fills numba's cache (here: the project's, already warm); a failing
     child leaves the numpy references running and says so."""

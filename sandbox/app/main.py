@@ -157,7 +157,10 @@ class App:
         self.out_dir = Path(out_dir) if out_dir is not None else files.default_out_dir()
         self.recorder = ClipRecorder(self.out_dir, clip_fps, clip_width)
         # The background compile (run_app): drawing stays on numpy until it is done.
+        # ``kernels`` is shown in the HUD while it runs; ``warm`` is kept to start the
+        # contact stages when a world with contacts first appears (_need_contacts).
         self.kernels = kernels
+        self.warm = kernels
         if kernels is not None and not kernels.ready:
             self.renderer.backend = "numpy"
 
@@ -377,8 +380,18 @@ class App:
 
     # --- the frame ----------------------------------------------------------------
 
+    def _need_contacts(self) -> None:
+        """The first world with contacts (a level switch, build mode's first shape, a
+        replay): the warm-up compiles the contact stages now, behind the frames, if it
+        left them out for a level without any; the HUD says so meanwhile."""
+        w = self.warm
+        if w is not None and not w.contact_dtypes and self.world.has_contacts \
+                and w.need_contacts():
+            self.kernels = w
+
     def frame(self, dt: float) -> None:
         """One frame: events, physics for ``dt`` seconds of real time, drawing."""
+        self._need_contacts()
         for event in pygame.event.get():
             if event.type in _POINTER_EVENTS:
                 self.pointer = tuple(event.pos)
@@ -1254,16 +1267,19 @@ class App:
 
 # --------------------------------------------------------------------------- run_app
 
-def start_kernels(dtype: str = "float64", small: bool = False):
+def start_kernels(dtype: str = "float64", small: bool = False, contacts: bool = True):
     """Make the compiled kernels ready behind the first frames (``sandbox/warmup.py``):
     the level's float type first, then the other; contacts in float64 (every shipped
-    level with contacts is float64); the drawing and strain kernels in the same child.
+    level with contacts is float64) if the first world has any (``contacts``; else when
+    one first appears: ``App._need_contacts``; 9 of the 15 shipped levels need none, and
+    they are most of the compiling); the drawing and strain kernels in the same child.
     Until they are ready every world runs its numpy reference (the same numbers) and the
     HUD says so, so the first frame never waits for the compiler. ``small``: the first
     world's numpy frames are cheap, so even a warm cache is loaded behind the first
     frames instead of on the first call (``warmup.start_background``'s
     ``numpy_first``)."""
-    return warmup.start_background(dtypes=kernel_dtypes(dtype), contact_dtypes=("float64",),
+    return warmup.start_background(dtypes=kernel_dtypes(dtype),
+                                   contact_dtypes=("float64",) if contacts else (),
                                    extra=KERNEL_EXTRAS, numpy_first=small)
 
 
@@ -1381,7 +1397,8 @@ def run_app(level: str | None, integrator: str | None = None, timestep: str | No
         pygame.key.set_repeat(300, 35)
         first = scene.first_world
         kernels = start_kernels(first.config.dtype if first is not None else "float64",
-                                small=first is None or is_small(first))
+                                small=first is None or is_small(first),
+                                contacts=first is None or first.has_contacts)
         app = App(scene, screen=screen, clip_fps=clip_fps, clip_width=clip_width,
                   kernels=kernels)
         if rep is not None:
