@@ -256,36 +256,44 @@ class Warmup:
             except subprocess.TimeoutExpired:        # pragma: no cover
                 proc.kill()
 
-    def _run(self) -> None:
+    def _phase(self, fp: str, warm: bool, load) -> None:
+        """One phase of the warm-up: fill the cache in the child unless it is ``warm``
+        (for the fingerprint ``fp``), ``load()`` it here, then ready and mark it. A
+        failure leaves the numpy references running (still correct) and says why."""
         try:
-            fp = self.fingerprint
-            if self.use_process and not self.warm:
+            if self.use_process and not warm:
                 self.phase = "compiling"
                 self._compile_in_child()
                 if self._closed:
                     raise RuntimeError("closed")
             self.phase = "loading"
-            if self.warm:
-                # The cache is full and the worlds already use it (a first call loads a
-                # kernel in ~0.1 s): let the first frames have the interpreter, then
-                # load the rest so that a level switch does not wait for it.
-                time.sleep(WARM_DELAY_S)
-            if "kernels" not in self.ready_parts:
-                with backend.loading():
-                    kernels.warm_up(self.dtypes[:1])      # the level's float type
-                self._part_ready("kernels")
-            warm_up(self.dtypes, self.contact_dtypes, self.extra,
-                    on_extra=lambda: self.ready_parts.add("extras"), tell=False)
-            for part in self.parts():
-                self._part_ready(part)
+            load()
             self.seconds = time.monotonic() - self._t0
             self.phase = "ready"
             _mark(_marker(fp))
-        except Exception as e:                        # the numpy path stays: still correct
+        except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
             self.phase = "numpy"
         finally:
             self._done.set()
+
+    def _run(self) -> None:
+        self._phase(self.fingerprint, self.warm, self._load)
+
+    def _load(self) -> None:
+        if self.warm:
+            # The cache is full and the worlds already use it (a first call loads a
+            # kernel in ~0.1 s): let the first frames have the interpreter, then load
+            # the rest so that a level switch does not wait for it.
+            time.sleep(WARM_DELAY_S)
+        if "kernels" not in self.ready_parts:
+            with backend.loading():
+                kernels.warm_up(self.dtypes[:1])      # the level's float type
+            self._part_ready("kernels")
+        warm_up(self.dtypes, self.contact_dtypes, self.extra,
+                on_extra=lambda: self.ready_parts.add("extras"), tell=False)
+        for part in self.parts():
+            self._part_ready(part)
 
     def parts(self) -> tuple[str, ...]:
         """The parts of ``backend.PARTS`` this warm-up makes ready: the contact stages
@@ -313,25 +321,13 @@ class Warmup:
             self._done.set()
             return
         self._t0 = time.monotonic()
-        try:
-            fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
-            if self.use_process and not _marker(fp).exists():
-                self.phase = "compiling"
-                self._compile_in_child()
-                if self._closed:
-                    raise RuntimeError("closed")
-            self.phase = "loading"
-            with backend.loading():
-                _contacts(self.contact_dtypes)
-            self._part_ready("contacts")
-            self.seconds = time.monotonic() - self._t0
-            self.phase = "ready"
-            _mark(_marker(fp))
-        except Exception as e:                  # contacts stay on numpy: still correct
-            self.error = f"{type(e).__name__}: {e}"
-            self.phase = "numpy"
-        finally:
-            self._done.set()
+        fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
+        self._phase(fp, _marker(fp).exists(), self._load_contacts)
+
+    def _load_contacts(self) -> None:
+        with backend.loading():
+            _contacts(self.contact_dtypes)
+        self._part_ready("contacts")
 
     def _part_ready(self, part: str) -> None:
         backend.set_ready(True, part)
