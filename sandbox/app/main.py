@@ -1182,6 +1182,8 @@ class App:
     #: Points a label must not cover: a pinned particle (a pendulum's pivot, a bridge's
     #: anchor) weighs this many moving ones.
     PINNED_WEIGHT = 20
+    #: At most about this many particles of a world place the label (every k-th).
+    LABEL_POINTS = 4000
 
     def ghost_label_rect(self, gx: np.ndarray, size: tuple[int, int]) -> pygame.Rect | None:
         """Where the ghost's label goes: of the places around the ghost's moving bodies
@@ -1196,7 +1198,10 @@ class App:
         cam = self.camera
         ghost_view = s.ghost.view()
         movable = ~np.asarray(ghost_view.pinned, bool)
-        use = movable if movable.any() else np.ones(len(gx), bool)
+        use = np.flatnonzero(movable) if movable.any() else np.arange(len(gx))
+        # A cloth's every k-th particle places the label as well as all of them
+        # (cloth_200's 40,000 took 6.4 ms a frame).
+        use = use[::max(use.size // self.LABEL_POINTS, 1)]
         pts = cam.to_screen(gx[use])
         rad = drawn_radii(ghost_view, cam.scale)[use]
         ok = np.isfinite(pts).all(axis=1)
@@ -1249,7 +1254,7 @@ class App:
                                 drawn_radii(ghost_view, self.camera.scale)])
         pinned = np.concatenate([view.pinned, ghost_view.pinned])
         weight = np.where(pinned, float(self.PINNED_WEIGHT), 1.0)
-        step = max(len(x) // 4000, 1)
+        step = max(len(x) // self.LABEL_POINTS, 1)
         if step > 1:
             keep = np.zeros(len(x), bool)
             keep[::step] = True
