@@ -90,6 +90,14 @@ def colouring_is_valid(i: np.ndarray, j: np.ndarray, colour: np.ndarray) -> bool
 _ROW = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
 
 
+def softness_factor(factor) -> float:
+    """``factor`` as a link softness (a float, finite, >= 0), or ``ValueError`` saying so."""
+    f = float(factor)
+    if not (math.isfinite(f) and f >= 0):
+        raise ValueError(f"link softness must be a finite factor >= 0, got {factor!r}")
+    return f
+
+
 @dataclass
 class Constraints:
     """Structure of arrays of ``m`` distance constraints, with their colour batches."""
@@ -134,39 +142,20 @@ class Constraints:
 
     @property
     def own_compliance(self) -> np.ndarray:
-        """Each link's own compliance (m/N), as added or last set by
-        :meth:`set_compliance`: ``compliance`` is it times :attr:`softness`."""
+        """Each link's own compliance (m/N), as added: ``compliance`` is it times
+        :attr:`softness`."""
         return self.compliance if self._own is None else self._own
-
-    def set_compliance(self, values) -> None:
-        """Give the links new compliances (m/N; 0 is rigid): one number for every link
-        or one per link, finite and >= 0 (``ValueError`` otherwise, nothing changed).
-        They become the links' own (:attr:`softness` back to 1).
-
-        Everything made from the old ones is forgotten, as :meth:`add` and
-        :meth:`remove` forget it: the compiled sweep's flat tables (a new
-        :attr:`tables_made`, so a compiled frame's kept arguments no longer hold), the
-        frame's layout, the numpy sweep's terms and :attr:`compliant`. The multipliers
-        are the stepper's to reset (``World.set_link_softness`` does)."""
-        c = np.asarray(values, float)
-        if c.ndim > 1 or (c.ndim == 1 and c.size != self.i.size):
-            raise ValueError(f"compliance: one number or one per link ({self.i.size}), "
-                             f"got shape {c.shape}")
-        c = np.array(np.broadcast_to(c, self.i.shape), float)
-        if not (np.isfinite(c).all() and (c >= 0).all()):
-            raise ValueError("compliance must be finite and >= 0 (m/N; 0 is rigid)")
-        self.compliance, self._own, self.softness = c, None, 1.0
-        self._forget()
 
     def set_softness(self, factor: float) -> None:
         """Every link's compliance becomes its own (:attr:`own_compliance`) times
         ``factor`` (finite, >= 0): 0 makes every link rigid, 1 gives back the links as
         they were made, 10 ten times as soft; rigid links stay rigid whatever the
-        factor. Forgets what was made from the old compliances, as
-        :meth:`set_compliance`."""
-        f = float(factor)
-        if not (math.isfinite(f) and f >= 0):
-            raise ValueError(f"link softness must be a finite factor >= 0, got {factor!r}")
+        factor. Everything made from the old compliances is forgotten, as :meth:`add`
+        and :meth:`remove` forget it: the compiled sweep's flat tables (a new
+        :attr:`tables_made`, so a compiled frame's kept arguments no longer hold), the
+        frame's layout, the numpy sweep's terms and :attr:`compliant`. The multipliers
+        are the stepper's to reset (``World.set_link_softness`` does)."""
+        f = softness_factor(factor)
         own = self.own_compliance
         self.compliance, self._own, self.softness = own * f, own, f
         self._forget()

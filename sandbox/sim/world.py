@@ -19,7 +19,7 @@ import numpy as np
 
 from . import lagrange, pipeline
 from .collide.colliders import Colliders
-from .constraints import Constraints
+from .constraints import Constraints, softness_factor
 from .forces import PressureBody, Springs, UniformField, nbody_potential, point_gravity
 from .integrators import INTEGRATORS, Integrator, get_integrator
 from .mouse import G_REF, MouseSpring, component
@@ -207,15 +207,13 @@ class World:
         m/N, times ``factor``; finite, >= 0): 0 makes them rigid, 1 gives them back as
         built; rigid links stay rigid. The links' tables are made again and their
         multipliers start from zero at the next step: a compiled frame's kept
-        arguments no longer hold (``Constraints.set_compliance``), and the world steps
+        arguments no longer hold (``Constraints.set_softness``), and the world steps
         on as if built with these compliances.
 
         Lagrange multipliers and RATTLE hold rigid links only: under them a factor that
         would make a link soft raises :class:`LinkSoftnessError` (a ValueError) saying
         so, and nothing changes."""
-        f = float(factor)
-        if not (math.isfinite(f) and f >= 0):
-            raise ValueError(f"link softness must be a finite factor >= 0, got {factor!r}")
+        f = softness_factor(factor)
         c, p = self.constraints, self.particles
         method = self.config.constraint_method
         if method != "xpbd" and len(c):
