@@ -15,11 +15,26 @@ carry no modifiers.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pygame
 
 REAL = json.loads((Path(__file__).parent / "data" / "real_events.json").read_text())
+
+
+@contextmanager
+def fresh_display(size=(1280, 800)):
+    """A (dummy) display of ``size`` with fonts and an empty event queue, for the body
+    of a window test; the queue emptied again after it (if the test left pygame up:
+    ``run_app`` ends with ``pygame.quit()``)."""
+    pygame.display.init()
+    pygame.display.set_mode(size)
+    pygame.font.init()
+    pygame.event.clear()
+    yield
+    if pygame.display.get_init():
+        pygame.event.clear()
 
 
 def window_app(scene, tmp_path, size=(1280, 800)):

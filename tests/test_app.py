@@ -33,12 +33,8 @@ NAMES = list(INTEGRATORS)
 
 @pytest.fixture(autouse=True)
 def display():
-    pygame.display.init()
-    pygame.display.set_mode(SIZE)
-    pygame.event.clear()
-    yield
-    if pygame.display.get_init():               # run_app ends with pygame.quit()
-        pygame.event.clear()
+    with ev.fresh_display(SIZE):
+        yield
 
 
 def make_world(**cfg) -> World:

@@ -24,13 +24,8 @@ H = 1 / 60
 
 @pytest.fixture(autouse=True)
 def display():
-    pygame.display.init()
-    pygame.display.set_mode((800, 600))
-    pygame.font.init()
-    pygame.event.clear()
-    yield
-    if pygame.display.get_init():
-        pygame.event.clear()
+    with ev.fresh_display((800, 600)):
+        yield
 
 
 def resting_ball() -> World:

@@ -22,11 +22,8 @@ SIZE = (1280, 800)
 
 @pytest.fixture(autouse=True)
 def display():
-    pygame.display.init()
-    pygame.display.set_mode(SIZE)
-    pygame.event.clear()
-    yield
-    pygame.event.clear()
+    with ev.fresh_display(SIZE):
+        yield
 
 
 def spring_world() -> World:

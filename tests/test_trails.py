@@ -18,12 +18,8 @@ H = 1 / 60
 
 @pytest.fixture(autouse=True)
 def display():
-    pygame.display.init()
-    pygame.display.set_mode((1280, 800))
-    pygame.event.clear()
-    yield
-    if pygame.display.get_init():
-        pygame.event.clear()
+    with ev.fresh_display((1280, 800)):
+        yield
 
 
 def make(level: str, tmp_path) -> App:
