@@ -11,7 +11,7 @@ import pytest
 
 from sandbox.sim import backend as _backend
 from sandbox.sim import builders as B
-from sandbox.sim import kernels, pipeline, serial_links
+from sandbox.sim import kernels, pipeline, planar, serial_links
 from sandbox.sim.constraints import ROPE, Constraints
 from sandbox.sim.integrators import INTEGRATORS
 from sandbox.sim.world import World, WorldConfig
@@ -126,7 +126,7 @@ def test_grid_order_splits_the_grid_by_row_and_column_parity(rows, cols):
 
 
 def _perm_of_runs(runs, n):
-    """The slots that ``kernels.copy_runs``' runs put particles ``0 .. n`` in."""
+    """The slots that ``planar.copy_runs``' runs put particles ``0 .. n`` in."""
     perm = np.full(n, -1)
     for k0, m, qa, qb in runs.tolist():
         if m > 0:
@@ -160,11 +160,11 @@ def test_copy_runs_describe_any_permutation():
               (np.array([0, 5, 1, 6, 2, 9, 3, 7, 4, 8]), 10),   # pairs end on one side,
               (np.array([0, 5, 1, 6, 9, 7, 2, 3, 4, 8]), 10)]   # on the other
     for perm, n in perms:
-        runs = kernels.copy_runs(np.asarray(perm, np.int64), n)
+        runs = planar.copy_runs(np.asarray(perm, np.int64), n)
         want = perm if len(perm) else np.arange(n)
         np.testing.assert_array_equal(_perm_of_runs(runs, n), want)
     grid_perm, n = perms[0]
-    runs = kernels.copy_runs(grid_perm, n)
+    runs = planar.copy_runs(grid_perm, n)
     pairs = runs[runs[:, 1] < 0]
     assert len(pairs) == 7 and (pairs[:, 1] == -2).all()    # a run a row of 4
     assert (runs[:, 1] > 0).sum() == 2                      # the ropes, one run each
@@ -176,7 +176,7 @@ def test_frame_plan_runs_over_the_grid_layout():
     gathered or paired), and the plan still covers every link once."""
     w = _scene("compiled", threads="serial")
     c = w.constraints
-    fi, fj, rest, comp, kind, plan, offsets, perm = c.frame_batches(np.float64, w.n)
+    (fi, fj, rest, comp, kind, plan, offsets), perm = c.frame_batches(np.float64, w.n)
     assert perm.size == w.n
     _check_plan(c, fi, fj, rest, comp, kind, plan, offsets, perm)
     cloth = int(np.prod(c.grids[0][1:]))
@@ -188,9 +188,9 @@ def test_frame_plan_runs_over_the_grid_layout():
     assert (plan[np.isin(plan[:, 0], runs), 2].sum()
             >= flat[np.isin(flat[:, 0], runs), 2].sum())
     # Cached per float type and size, and dropped when the links change.
-    assert c.frame_batches(np.float64, w.n)[5] is plan
+    assert c.frame_batches(np.float64, w.n)[0][5] is plan
     c.remove(np.arange(len(c)) < 3)
-    assert c.frame_batches(np.float64, w.n)[5] is not plan
+    assert c.frame_batches(np.float64, w.n)[0][5] is not plan
 
 
 @needs_numba
@@ -554,17 +554,15 @@ def test_the_compiled_frame_opens_no_parallel_region_but_its_sweeps():
     plan = np.array([[kernels.GATHER, 0, 1, 0, 1, 0], [kernels.RUN_PAIRS, 1, 1, 2, 1, 1],
                      [kernels.RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
     perm = np.array([0, 2, 1, 3])
-    frame(x, x.copy(), np.zeros_like(x), np.zeros_like(x), np.ones(4), np.array([0, 2, 1]),
-          np.array([1, 3, 2]), np.full(3, 0.5), np.zeros(3), np.zeros(3, np.int8), plan,
-          np.array([0, 2, 3]), f(3600.0), np.zeros(3), True, 1, np.ones(2), np.ones(2),
-          f(1.0), f(1.0), np.array([1]), np.zeros((1, 2)), 1, perm,
-          kernels.copy_runs(perm, 4), kernels.run_rests(plan, np.full(3, 0.5)),
-          np.empty((9, 4)))
+    links = (np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5), np.zeros(3),
+             np.zeros(3, np.int8), plan, np.array([0, 2, 3]))
+    frame((x, x.copy(), np.zeros_like(x), np.zeros_like(x), np.ones(4)), links,
+          (f(3600.0), np.zeros(3), True, 1, 1), (np.ones(2), np.ones(2), f(1.0), f(1.0)),
+          (perm, planar.copy_runs(perm, 4), kernels.run_rests(plan, links[2]),
+           np.empty((9, 4))))
     sweep = numba.njit(parallel=True, error_model="numpy")(
         kernels._project_batches.py_func)
-    sweep(x, np.ones(4), np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5),
-          np.zeros(3), np.zeros(3, np.int8), plan, np.array([0, 2, 3]), f(3600.0),
-          np.zeros(3), 1)
+    sweep(x, np.ones(4), links, f(3600.0), np.zeros(3), 1)
     for kernel, name in ((frame, "_sweep_planar"), (sweep, "_sweep")):
         diagnostics = next(iter(kernel.overloads.values())).metadata["parfor_diagnostics"]
         loops = diagnostics.initial_parfors

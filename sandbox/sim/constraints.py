@@ -194,8 +194,8 @@ class Constraints:
         """
         key = np.dtype(dtype).str
         if self._flat is None or self._flat[0] != key:
-            self._flat = (key, *self._plan(np.dtype(dtype)))
-        return self._flat[1:]
+            self._flat = (key, self._plan(np.dtype(dtype)))
+        return self._flat[1]
 
     @property
     def tables_made(self) -> tuple | None:
@@ -247,17 +247,16 @@ class Constraints:
         return perm if used else np.zeros(0, np.int64)
 
     def frame_batches(self, dtype, n: int) -> tuple:
-        """:meth:`_flat_batches` for the compiled frame: ``i, j, rest, compliance, kind,
-        plan, offsets, perm`` with the links' ends and the plan's runs in the slots of
-        :meth:`grid_order` ``perm`` (empty: the particles' own order)."""
+        """:meth:`_flat_batches` for the compiled frame: ``(links, perm)``, the links'
+        seven arrays (``kernels.LinkTable``'s fields, one tuple kept while they hold)
+        with their ends and the plan's runs in the slots of :meth:`grid_order`
+        ``perm`` (empty: the particles' own order)."""
         key = (np.dtype(dtype).str, n)
         if self._frame is None or self._frame[0] != key:
             perm = self.grid_order(n)
-            if perm.size:
-                out = (*self._plan(np.dtype(dtype), perm), perm)
-            else:
-                out = (*self._flat_batches(dtype), perm)
-            self._frame = (key, *out)
+            links = (self._plan(np.dtype(dtype), perm) if perm.size
+                     else self._flat_batches(dtype))
+            self._frame = (key, links, perm)
         return self._frame[1:]
 
     def _plan(self, dtype, perm=None) -> tuple:
@@ -387,20 +386,19 @@ class Constraints:
         args = self.kernel_args(x, w)
         if args is not None:
             # ``lam`` is private to a step: the kernel keeps it in flat order.
-            *arrays, min_parallel = args
-            # (mypy lets ``*arrays`` take every parameter left, not the first 7 of them)
-            kernels.project_batches(x, w, *arrays[:7],  # type: ignore[call-arg]
-                                    x.dtype.type(1.0 / (h * h)), lam, min_parallel)
+            links, min_parallel = args
+            kernels.project_batches(x, w, links, x.dtype.type(1.0 / (h * h)), lam,
+                                    min_parallel)
             return
         self.project_numpy(x, w, h, lam)
 
     def kernel_args(self, x: np.ndarray, w: np.ndarray, frame: bool = False) -> tuple | None:
-        """``(i, j, rest, compliance, kind, plan, offsets, min_parallel)`` for the
-        compiled sweep over positions ``x`` and inverse masses ``w``, or None when the
-        numpy reference must run (``backend``, no numba, arrays it cannot take:
-        ``backend.fits``).
-        ``frame``: for ``kernels.verlet_frame``, with the grid layout's ``perm`` before
-        ``min_parallel`` (:meth:`frame_batches`)."""
+        """``(links, min_parallel)`` for the compiled sweep over positions ``x`` and
+        inverse masses ``w`` (``links``: ``kernels.LinkTable``'s fields, a tuple kept
+        while the links stand), or None when the numpy reference must run
+        (``backend``, no numba, arrays it cannot take: ``backend.fits``).
+        ``frame``: ``(links, perm, min_parallel)`` for ``kernels.verlet_frame``, in
+        the grid layout's slots ``perm`` (:meth:`frame_batches`)."""
         if not (_backend.compiled(self.backend) and len(self) and x.ndim == 2
                 and x.shape[1] == 2 and _backend.fits(x, w)):
             return None
@@ -419,8 +417,9 @@ class Constraints:
         if PARALLEL_CORES == 1:
             min_parallel = 2**62
         if frame:
-            return (*self.frame_batches(x.dtype, x.shape[0]), min_parallel)
-        return (*self._flat_batches(x.dtype), min_parallel)
+            links, perm = self.frame_batches(x.dtype, x.shape[0])
+            return links, perm, min_parallel
+        return self._flat_batches(x.dtype), min_parallel
 
     def _numpy_terms(self, w: np.ndarray, dtype, inv_h2) -> list[tuple]:
         """Per batch, what :meth:`project_numpy` computes from the links, the inverse

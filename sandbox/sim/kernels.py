@@ -1,6 +1,7 @@
 """The links' compiled kernels (numba): the XPBD sweep over runs of links, in parallel
 batches (:func:`project_batches`), and a cloth's whole frame in one call
-(:func:`verlet_frame`), each mirroring a numpy reference that the tests compare to. The
+(:func:`verlet_frame`, on planar copies of the state: :mod:`.planar`), each mirroring a
+numpy reference that the tests compare to. The
 substep's other kernels are in :mod:`.step_kernels` (the Verlet step, the finite check,
 the backup, point-mass gravity), the contact frame's one-thread sweep in
 :mod:`.serial_links`; :func:`warm_up` compiles all but the latter (the contact warm-up
@@ -32,11 +33,13 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 
 from . import backend, cores
 from .backend import njit, prange
+from .planar import _rows_in, _rows_out, _values_in, copy_runs
 from .step_kernels import (
     add_scaled_difference,
     all_finite,
@@ -55,6 +58,31 @@ ROPE = 1
 #: Modes of a row of a constraint plan (see ``Constraints.plan``) and its longest run.
 GATHER, RUN_STRIDE, RUN_PAIRS, GATHER_SOFT = 0, 1, 2, 3
 CHUNK = 1024
+
+
+class LinkTable(NamedTuple):
+    """The links as the sweeps of this module read them: ``Constraints.kernel_args``
+    gives its fields, in this order, as a plain tuple (numba types a plain tuple from
+    its C fast path, ~0.3 us a call for these seven arrays; a named one in Python, ~1.3
+    us more); the compiled entries (:func:`_project_batches`, :func:`_verlet_frame`)
+    make the record of it, which costs nothing inside them.
+
+    ``ci``, ``cj``    int64 (m,): the linked particles (slots, in the frame's layout)
+    ``rest``          float (m,): the rest lengths, m
+    ``compliance``    float (m,): the compliances (0: rigid)
+    ``kind``          int8 (m,): each link's kind (``ROPE`` pulls only)
+    ``plan``          int64 (B, 6): the chunks, a row ``(mode, k0, n, i0, d, rope)``
+                      (``Constraints._flat_batches``)
+    ``offsets``       int64 (b + 1,): each batch's rows of ``plan``
+    """
+
+    ci: np.ndarray
+    cj: np.ndarray
+    rest: np.ndarray
+    compliance: np.ndarray
+    kind: np.ndarray
+    plan: np.ndarray
+    offsets: np.ndarray
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
@@ -105,9 +133,14 @@ def _same_w(wi, wj):  # pragma: no cover - compiled
 
 
 @njit(cache=True, fastmath=False, inline="always")
-def _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                 k):  # pragma: no cover - compiled
-    """One XPBD projection of constraint ``k`` (see ``Constraints.project_numpy``)."""
+def _project_one(x, w, t, inv_h2, lam, k):  # pragma: no cover - compiled
+    """One XPBD projection of link ``k`` of the table ``t`` (:class:`LinkTable`; see
+    ``Constraints.project_numpy``)."""
+    ci = t.ci
+    cj = t.cj
+    rest = t.rest
+    compliance = t.compliance
+    kind = t.kind
     i = ci[k]
     j = cj[k]
     dx = x[j, 0] - x[i, 0]
@@ -193,8 +226,12 @@ def _run_pairs(x, w, rest, k0, n, i0, rope):  # pragma: no cover - compiled
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
-           c):  # pragma: no cover - compiled
+def _chunk(x, w, t, rest, inv_h2, lam, c):  # pragma: no cover - compiled
+    """Chunk ``c`` of the plan of ``t`` (:class:`LinkTable`): a run or a gather.
+    ``rest`` is ``t.rest``, read by the caller outside its parallel loop: sliced
+    here from a field read inside it, numba's array analysis gives the slice's
+    length a variable that every worker writes (a ``NumbaParallelSafetyWarning``)."""
+    plan = t.plan
     mode, k0, n, i0, d, rope = (plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3],
                                 plan[c, 4], plan[c, 5] != 0)
     if mode == RUN_PAIRS:
@@ -206,13 +243,15 @@ def _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan,
                     w[j0:j0 + n], rest[k0:k0 + n], not rope)
     else:
         for k in range(k0, k0 + n):
-            _project_one(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, k)
+            _project_one(x, w, t, inv_h2, lam, k)
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-           min_parallel):  # pragma: no cover - compiled
-    m = plan[:, 2]
+def _sweep(x, w, t, inv_h2, lam, min_parallel):  # pragma: no cover - compiled
+    """The batches of ``t`` (:class:`LinkTable`) in order, each chunk by chunk."""
+    offsets = t.offsets
+    rest = t.rest
+    m = t.plan[:, 2]
     for b in range(offsets.size - 1):
         lo, hi = offsets[b], offsets[b + 1]
         links = 0
@@ -220,17 +259,17 @@ def _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
             links += m[c]
         if links >= min_parallel and hi - lo > 1:
             for c in prange(lo, hi):
-                _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+                _chunk(x, w, t, rest, inv_h2, lam, c)
         else:
             for c in range(lo, hi):
-                _chunk(x, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, c)
+                _chunk(x, w, t, rest, inv_h2, lam, c)
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
-def _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                    min_parallel):  # pragma: no cover - compiled
-    """XPBD sweep over the chunks of ``plan``, batch after batch (``offsets`` bound
-    each batch's rows of ``plan``; see ``Constraints._flat_batches``).
+def _project_batches(x, w, links, inv_h2, lam, min_parallel):  # pragma: no cover - compiled
+    """XPBD sweep over the chunks of the links' plan, batch after batch (``links``:
+    the fields of a :class:`LinkTable`, a plain tuple; ``offsets`` bound each
+    batch's rows of ``plan``; see ``Constraints._flat_batches``).
 
     Batches run in order. A batch shares no particle, so any order within it gives
     the numpy reference's numbers bit for bit (tested); batches of at least
@@ -239,8 +278,7 @@ def _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2
     One kernel with a switch and not a serial twin: in a plain ``njit`` loop the
     inlined helpers ran up to 9x slower.
     """
-    _sweep(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-           min_parallel)
+    _sweep(x, w, LinkTable(*links), inv_h2, lam, min_parallel)
 
 # The compiled frame works on planar copies of the positions (all x, then all y):
 # over a run the x and y of consecutive particles are then consecutive numbers, which
@@ -397,9 +435,13 @@ def _pairs_planar(X, Y, W, rest, i0, k0, n, taut,
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0,
-                   n):  # pragma: no cover - compiled
-    """``_project_one`` for links ``k0 .. k0 + n`` on planar positions."""
+def _gather_planar(X, Y, w, t, inv_h2, lam, k0, n):  # pragma: no cover - compiled
+    """``_project_one`` for links ``k0 .. k0 + n`` of ``t`` on planar positions."""
+    ci = t.ci
+    cj = t.cj
+    rest = t.rest
+    compliance = t.compliance
+    kind = t.kind
     eps, half = rest.dtype.type(1e-12), rest.dtype.type(0.5)
     for k in range(k0, k0 + n):
         i = ci[k]
@@ -435,8 +477,12 @@ def _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0,
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, uniform,
-                  hrest, c):  # pragma: no cover - compiled
+def _chunk_planar(X, Y, w, t, inv_h2, lam, uniform, hrest,
+                  c):  # pragma: no cover - compiled
+    """``_chunk`` on planar positions; ``uniform``, ``hrest``: the runs of one inverse
+    mass and of one rest length (``_uniform_runs``, ``run_rests``)."""
+    plan = t.plan
+    rest = t.rest
     mode, k0, n, i0, d = plan[c, 0], plan[c, 1], plan[c, 2], plan[c, 3], plan[c, 4]
     taut = plan[c, 5] == 0
     if mode == RUN_PAIRS:
@@ -447,13 +493,15 @@ def _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, plan, un
         else:
             _stride_planar(X, Y, w, rest, i0, i0 + d, k0, n, taut)
     else:
-        _gather_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam, k0, n)
+        _gather_planar(X, Y, w, t, inv_h2, lam, k0, n)
 
 
 @njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                  uniform, hrest, min_parallel):  # pragma: no cover - compiled
-    m = plan[:, 2]
+def _sweep_planar(X, Y, w, t, inv_h2, lam, uniform, hrest,
+                  min_parallel):  # pragma: no cover - compiled
+    """``_sweep`` on planar positions (``_chunk_planar``)."""
+    offsets = t.offsets
+    m = t.plan[:, 2]
     for b in range(offsets.size - 1):
         lo, hi = offsets[b], offsets[b + 1]
         links = 0
@@ -461,151 +509,35 @@ def _sweep_planar(X, Y, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2
             links += m[c]
         if links >= min_parallel and hi - lo > 1:
             for c in prange(lo, hi):
-                _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                              plan, uniform, hrest, c)
+                _chunk_planar(X, Y, w, t, inv_h2, lam, uniform, hrest, c)
         else:
             for c in range(lo, hi):
-                _chunk_planar(X, Y, w, ci, cj, rest, compliance, kind, inv_h2, lam,
-                              plan, uniform, hrest, c)
-
-# The frame's copies between the particles' rows ``(n, 2)`` and its planar slots.
-# A particle-by-particle loop through ``perm`` (a scatter) cannot be vectorised:
-# 0.15 ms in and 0.12 ms out for the 200x200 cloth in float32, a tenth of its frame.
-# ``copy_runs`` describes ``perm`` as runs that the loops below take as whole
-# vectors (0.06 and 0.06 ms).
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _pairs_at(perm, k, n):  # pragma: no cover - compiled
-    """Whether particles ``k .. k + 4`` start a run of pairs of ``copy_runs``."""
-    return k + 3 < n and perm[k + 2] == perm[k] + 1 and perm[k + 3] == perm[k + 1] + 1
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
-def copy_runs(perm, n):  # pragma: no cover - compiled
-    """``perm`` (particle ``k`` in slot ``perm[k]``; empty: slot ``k``) as runs
-    ``(k0, m, qa, qb)``: ``m > 0``, particles ``k0 .. k0 + m`` in slots ``qa ..
-    qa + m``; ``m < 0``, the ``2|m|`` particles from ``k0`` alternately in slots
-    ``qa + u`` and ``qb + u`` (a row of a grid in parity order,
-    ``Constraints.grid_order``). Any permutation: at worst runs of one particle."""
-    if perm.size == 0:
-        out = np.zeros((1 if n else 0, 4), np.int64)
-        if n:
-            out[0, 1] = n
-        return out
-    out = np.empty((n, 4), np.int64)
-    m = 0
-    k = 0
-    while k < n:
-        qa = perm[k]
-        if _pairs_at(perm, k, n):
-            qb = perm[k + 1]
-            t = 2
-            while (k + 2 * t + 1 < n and perm[k + 2 * t] == qa + t
-                   and perm[k + 2 * t + 1] == qb + t):
-                t += 1
-            out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, -t, qa, qb
-            k += 2 * t
-        else:
-            t = 1                       # up to where a run of pairs starts
-            while k + t < n and perm[k + t] == qa + t and not _pairs_at(perm, k + t, n):
-                t += 1
-            out[m, 0], out[m, 1], out[m, 2], out[m, 3] = k, t, qa, 0
-            k += t
-        m += 1
-    return out[:m].copy()
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _rows_in(x, X, Y, runs):  # pragma: no cover - compiled
-    """``X[slot], Y[slot] = x[k]`` over ``runs`` (``copy_runs``)."""
-    xf = x.reshape(-1)
-    for r in range(runs.shape[0]):
-        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-        if m < 0:
-            m = -m
-            s = xf[2 * k0:2 * k0 + 4 * m]
-            Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
-            for u in range(m):
-                Xa[u] = s[4 * u]
-                Xb[u] = s[4 * u + 2]
-            for u in range(m):
-                Ya[u] = s[4 * u + 1]
-                Yb[u] = s[4 * u + 3]
-        else:
-            s = xf[2 * k0:2 * k0 + 2 * m]
-            Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
-            for u in range(m):
-                Xa[u] = s[2 * u]
-                Ya[u] = s[2 * u + 1]
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _values_in(w, W, runs):  # pragma: no cover - compiled
-    """``W[slot] = w[k]`` over ``runs``."""
-    for r in range(runs.shape[0]):
-        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-        if m < 0:
-            m = -m
-            s = w[k0:k0 + 2 * m]
-            Wa, Wb = W[qa:qa + m], W[qb:qb + m]
-            for u in range(m):
-                Wa[u] = s[2 * u]
-                Wb[u] = s[2 * u + 1]
-        else:
-            # A loop, not ``W[qa:qa + m] = w[k0:k0 + m]``: inside ``_verlet_frame``
-            # (``parallel=True``) numba makes an array expression a parallel region,
-            # which waits for a second thread: on a machine with a busy process the
-            # 1,000-link rope's frame took 1.2-2.5 ms instead of 0.2.
-            Wa = W[qa:qa + m]
-            s = w[k0:k0 + m]
-            for u in range(m):
-                Wa[u] = s[u]
-
-
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
-def _rows_out(x, X, Y, runs):  # pragma: no cover - compiled
-    """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``). Not
-    one function with a direction: each loop has few streams to store into (here
-    one, a pair's four numbers; there two per loop), as LLVM checks every stored
-    stream against the others before it takes the vector loop."""
-    xf = x.reshape(-1)
-    for r in range(runs.shape[0]):
-        k0, m, qa, qb = runs[r, 0], runs[r, 1], runs[r, 2], runs[r, 3]
-        if m < 0:
-            m = -m
-            s = xf[2 * k0:2 * k0 + 4 * m]
-            Xa, Ya, Xb, Yb = X[qa:qa + m], Y[qa:qa + m], X[qb:qb + m], Y[qb:qb + m]
-            for u in range(m):
-                s[4 * u] = Xa[u]
-                s[4 * u + 1] = Ya[u]
-                s[4 * u + 2] = Xb[u]
-                s[4 * u + 3] = Yb[u]
-        else:
-            s = xf[2 * k0:2 * k0 + 2 * m]
-            Xa, Ya = X[qa:qa + m], Y[qa:qa + m]
-            for u in range(m):
-                s[2 * u] = Xa[u]
-                s[2 * u + 1] = Ya[u]
-
+                _chunk_planar(X, Y, w, t, inv_h2, lam, uniform, hrest, c)
 
 @njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
-def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
-                 inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                 min_parallel, perm, runs, hrest, planar):  # pragma: no cover - compiled
+def _verlet_frame(bodies, links, solve, coef, layout):  # pragma: no cover - compiled
     """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
-    force is a fixed field ``a`` and whose only corrections are constraints: what
+    force is a fixed field ``a`` and whose only corrections are links: what
     ``pipeline.substep`` does, in one call instead of a few Python calls a substep.
+    Its inputs, plain tuples (typed from numba's C fast path, ~0.3 us a call more
+    than flat arguments)::
+
+        bodies  (x, x_prev, v, a, w)   the particles' state, the field, inverse masses
+        links   LinkTable's fields     in the layout's slots (below)
+        solve   (inv_h2, lam, zero_lam, iterations, min_parallel)
+        coef    (r, ca, c1, c2)        the integrator's per-substep ``r``, ``ca`` and
+                                       the last substep's ``c1``, ``c2``
+        layout  (perm, runs, hrest, planar)
 
     Per substep ``s``: the position step (``verlet_positions``; the last substep as
-    ``verlet_step`` with ``c1 = 0``, "later"), the kinematic rows ``kin`` set to
-    ``kin_x``, ``lam`` zeroed if ``zero_lam``, ``iterations`` sweeps; then
-    ``v += (x - x_prev) * c1`` (``add_scaled_difference``). The same operations in
-    the same order as the Python path, so the same bits (tested). ``planar (9, n)``
-    is scratch: the frame runs on planar copies of ``x``, ``x_prev``, ``a``, ``w``
-    and ``v`` and writes ``x``, ``x_prev`` and ``v`` back at the end. ``perm``:
-    particle ``k`` sits in slot ``perm[k]`` of the copies, and ``ci``, ``cj`` and
-    ``plan`` address slots (``Constraints.frame_batches``: grids in parity order);
+    ``verlet_step`` with ``c1 = 0``, "later"), ``lam`` zeroed if ``zero_lam``,
+    ``iterations`` sweeps; then ``v += (x - x_prev) * c1``
+    (``add_scaled_difference``). The same stages in the same order as
+    ``pipeline.substep`` (integrate, solve, fold), so the same bits (tested).
+    ``planar (9, n)`` is scratch: the frame runs on planar copies of ``x``,
+    ``x_prev``, ``a``, ``w`` and ``v`` and writes ``x``, ``x_prev`` and ``v`` back at
+    the end. ``perm``: particle ``k`` sits in slot ``perm[k]`` of the copies, and the
+    links address slots (``Constraints.frame_batches``: grids in parity order);
     empty, slot ``k`` is particle ``k``; ``runs`` is ``copy_runs(perm, n)``, what the
     copies in and out follow; ``hrest`` is ``run_rests(plan, rest)``. Each
     substep's arithmetic is per particle and per link, so the slots change no bit.
@@ -613,19 +545,23 @@ def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offs
     some number of the result is not finite (what ``all_finite`` would say of what
     it would have written): a world that steps this way needs no backup.
     """
+    x, x_prev, v, a, w = bodies
+    t = LinkTable(*links)
+    inv_h2, lam, zero_lam, iterations, min_parallel = solve
+    r, ca, c1, c2 = coef
+    perm, runs, hrest, planar = layout
     n = x.shape[0]
     X, Y, PX, PY, AX, AY = (planar[0], planar[1], planar[2], planar[3], planar[4],
                             planar[5])
     W, VX, VY = planar[6], planar[7], planar[8]
-    moved = perm.size != 0
     _rows_in(x, X, Y, runs)
     _rows_in(x_prev, PX, PY, runs)
     _rows_in(a, AX, AY, runs)
     _values_in(w, W, runs)
     # Runs whose particles share one inverse mass (fixed within a frame) take the
     # even split without reading them (``_stride_planar_even``, ``_pairs_planar``).
-    uniform = np.empty(plan.shape[0], W.dtype)
-    _uniform_runs(W, plan, uniform)
+    uniform = np.empty(t.plan.shape[0], W.dtype)
+    _uniform_runs(W, t.plan, uniform)
     zero = c1 - c1
     steps = r.size
     for s in range(steps):
@@ -650,16 +586,11 @@ def _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offs
                 PY[k] = AY[k] * cas + Y[k] + (Y[k] - PY[k]) * rs
         X, PX = PX, X
         Y, PY = PY, Y
-        for k in range(kin.size):
-            q = perm[kin[k]] if moved else kin[k]
-            X[q] = kin_x[k, 0]
-            Y[q] = kin_x[k, 1]
-        if zero_lam:        # a loop, not ``lam[:] = 0`` (see ``_values_in``)
+        if zero_lam:        # a loop, not ``lam[:] = 0`` (see ``planar._values_in``)
             for k in range(lam.size):
                 lam[k] = 0
         for _ in range(iterations):
-            _sweep_planar(X, Y, W, ci, cj, rest, compliance, kind, plan, offsets,
-                          inv_h2, lam, uniform, hrest, min_parallel)
+            _sweep_planar(X, Y, W, t, inv_h2, lam, uniform, hrest, min_parallel)
     if steps == 0:                      # no substep wrote the velocity copy
         _rows_in(v, VX, VY, runs)
     # The finished velocity is finite exactly when the positions, the positions
@@ -730,33 +661,31 @@ def _kept(make, a, b):
     return out
 
 
-def project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                    min_parallel):
-    """``_project_batches`` with the number of threads chosen by ``cores.POLICY``
-    when ``min_parallel`` lies between the two fixed ends: 1 (every batch over the
-    cores) and ``2**62`` (one thread); ``Constraints.kernel_args`` gives such a
-    threshold for its "auto" backend."""
+def project_batches(x, w, links, inv_h2, lam, min_parallel) -> None:
+    """``_project_batches`` (``links``: a :class:`LinkTable`'s fields) with the number
+    of threads chosen by ``cores.POLICY`` when ``min_parallel`` lies between the two
+    fixed ends: 1 (every batch over the cores) and ``2**62`` (one thread);
+    ``Constraints.kernel_args`` gives such a threshold for its "auto" backend."""
     if not 1 < min_parallel < 2**62:
-        _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2,
-                         lam, min_parallel)
+        _project_batches(x, w, links, inv_h2, lam, min_parallel)
         return
-    key = ("sweep", ci.size, x.dtype.char)
-    par = cores.POLICY.parallel(key, ci.size)
+    m = links[0].size
+    key = ("sweep", m, x.dtype.char)
+    par = cores.POLICY.parallel(key, m)
     t0 = time.perf_counter()
-    _project_batches(x, w, ci, cj, rest, compliance, kind, plan, offsets, inv_h2, lam,
-                     min_parallel if par else 2**62)
+    _project_batches(x, w, links, inv_h2, lam, min_parallel if par else 2**62)
     cores.POLICY.record(key, par, time.perf_counter() - t0)
 
 
-def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offsets,
-                 inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin, kin_x,
-                 min_parallel, perm=None) -> bool:
-    """``_verlet_frame`` with its planar scratch (kept per size and float type) and
-    the threads chosen as in :func:`project_batches`; ``perm`` the slots of the
-    particles in it (None or empty: their own order). Returns whether the frame
-    was finite and written (False: ``x``, ``x_prev`` and ``v`` as they were)."""
+def verlet_frame(bodies, links, solve, coef, perm=None) -> bool:
+    """``_verlet_frame`` (its ``bodies``, ``links``, ``solve`` and ``coef``) with its
+    planar scratch (kept per size and float type) and the threads chosen as in
+    :func:`project_batches`; ``perm`` the slots of the particles in it (None or
+    empty: their own order). Returns whether the frame was finite and written
+    (False: ``x``, ``x_prev`` and ``v`` as they were)."""
     if perm is None:
         perm = _NO_PERM
+    x = bodies[0]
     n = x.shape[0]
     skey = (n, x.dtype.char)
     planar = _planar.get(skey)
@@ -764,15 +693,17 @@ def verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan, offse
         if len(_planar) > 8:
             _planar.clear()
         planar = _planar[skey] = np.empty((9, n), x.dtype)
+    inv_h2, lam, zero_lam, iterations, min_parallel = solve
+    m = links[0].size
     auto = 1 < min_parallel < 2**62
-    key = ("frame", ci.size, n, x.dtype.char, r.size, iterations)
-    par = cores.POLICY.parallel(key, ci.size) if auto else min_parallel == 1
+    key = ("frame", m, n, x.dtype.char, coef[0].size, iterations)
+    par = cores.POLICY.parallel(key, m) if auto else min_parallel == 1
+    if auto:
+        solve = (inv_h2, lam, zero_lam, iterations, min_parallel if par else 2**62)
     t0 = time.perf_counter()
-    ok = _verlet_frame(x, x_prev, v, a, w, ci, cj, rest, compliance, kind, plan,
-                       offsets, inv_h2, lam, zero_lam, iterations, r, ca, c1, c2, kin,
-                       kin_x, (min_parallel if par else 2**62) if auto else min_parallel,
-                       perm, _kept(copy_runs, perm, n), _kept(run_rests, plan, rest),
-                       planar)
+    ok = _verlet_frame(bodies, links, solve, coef,
+                       (perm, _kept(copy_runs, perm, n), _kept(run_rests, links[5], links[2]),
+                        planar))
     if auto:
         cores.POLICY.record(key, par, time.perf_counter() - t0)
     return bool(ok)
@@ -789,9 +720,9 @@ def warm_up(dtypes=("float64", "float32")) -> None:
         x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]], dtype)
         plan = np.array([[GATHER, 0, 1, 0, 1, 0], [RUN_PAIRS, 1, 1, 2, 1, 1],
                          [RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
-        _project_batches(x, np.ones(4, dtype), np.array([0, 2, 1]), np.array([1, 3, 2]),
-                        np.full(3, 0.5, dtype), np.zeros(3, dtype), np.zeros(3, np.int8),
-                        plan, np.array([0, 2, 3]), dtype(3600.0), np.zeros(3, dtype), 1)
+        links = (np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5, dtype),
+                 np.zeros(3, dtype), np.zeros(3, np.int8), plan, np.array([0, 2, 3]))
+        _project_batches(x, np.ones(4, dtype), links, dtype(3600.0), np.zeros(3, dtype), 1)
         one = dtype(1.0)
         frozen = np.zeros_like(x)
         frozen.flags.writeable = False      # the world's shared gravity field is read-only
@@ -799,13 +730,12 @@ def warm_up(dtypes=("float64", "float32")) -> None:
             verlet_step(x, x.copy(), a, one, one, one, one, np.empty_like(x))
             verlet_positions(x, x.copy(), a, one, one)
         # A compiled frame only ever sees the read-only gravity field.
-        _verlet_frame(x, x.copy(), np.zeros_like(x), frozen, np.ones(4, dtype),
-                     np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5, dtype),
-                     np.zeros(3, dtype), np.zeros(3, np.int8), plan, np.array([0, 2, 3]),
-                     dtype(3600.0), np.zeros(3, dtype), True, 1, np.ones(2, dtype),
-                     np.ones(2, dtype), one, one, np.array([1]), np.zeros((1, 2), dtype), 1,
-                     np.array([0, 2, 1, 3]), copy_runs(np.array([0, 2, 1, 3]), 4),
-                     run_rests(plan, np.full(3, 0.5, dtype)), np.empty((9, 4), dtype))
+        perm = np.array([0, 2, 1, 3])
+        _verlet_frame((x, x.copy(), np.zeros_like(x), frozen, np.ones(4, dtype)), links,
+                      (dtype(3600.0), np.zeros(3, dtype), True, 1, 1),
+                      (np.ones(2, dtype), np.ones(2, dtype), one, one),
+                      (perm, copy_runs(perm, 4), run_rests(plan, links[2]),
+                       np.empty((9, 4), dtype)))
         add_scaled_difference(np.zeros_like(x), x, x, one)
         all_finite(x, x, x)
         w = np.ones(4, dtype)

@@ -223,7 +223,8 @@ def compiled_frame(world, scratch: Scratch, hs: float, n: int, h: float) -> bool
     lam = multipliers(world, scratch)
     if contacts:
         fargs = world.colliders.frame_args(p, cfg, excluded_pairs(world, scratch),
-                                           args and args[:-1], lam, c.compliant, coef, hs,
+                                           args[0] if args else None, lam, c.compliant,
+                                           coef, hs,
                                            integ.contact_fold(hs))
         if fargs is None:
             return False
@@ -232,15 +233,12 @@ def compiled_frame(world, scratch: Scratch, hs: float, n: int, h: float) -> bool
             scratch.lane = (lane_objects(world, scratch), lane_numbers(world, hs), fargs)
     else:
         assert args is not None                   # links and no contacts: returned above
-        *arrays, perm, min_parallel = args        # links in the grid layout's slots
+        links, perm, min_parallel = args          # links in the grid layout's slots
         r, ca, c1, c2 = coef
-        kin = np.zeros(0, np.int64)               # no kinematic rows: the hand is a
-        kin_x = np.zeros((0, 2), x.dtype)         # spring, solved on the substep path
-        # (mypy lets ``*arrays`` take every parameter left)
-        if not kernels.verlet_frame(x, p.x_prev, p.v, a, p.inv_mass, *arrays,  # type: ignore[call-arg]
-                                    f(1.0 / (hs * hs)), lam, c.compliant,
-                                    max(cfg.iterations, 1), r, ca, c1[-1], c2[-1], kin,
-                                    kin_x, min_parallel, perm):
+        if not kernels.verlet_frame((x, p.x_prev, p.v, a, p.inv_mass), links,
+                                    (f(1.0 / (hs * hs)), lam, c.compliant,
+                                     max(cfg.iterations, 1), min_parallel),
+                                    (r, ca, c1[-1], c2[-1]), perm):
             raise SimulationDiverged(p.t, integ.name, h)
         swapped = False
     return frame_end(p, swapped, a, hs, n)

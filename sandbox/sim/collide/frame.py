@@ -360,7 +360,8 @@ def launch_threads() -> None:
     stays harmless for the callers that still make it."""
     if not _threads:
         z = np.zeros(0, np.int64)
-        _project_batches(np.zeros((0, 2)), np.zeros(0), z, z, np.zeros(0), np.zeros(0),
-                         np.zeros(0, np.int8), np.zeros((0, 6), np.int64),
-                         np.zeros(1, np.int64), 1.0, np.zeros(0), 2**62)
+        _project_batches(np.zeros((0, 2)), np.zeros(0),
+                         (z, z, np.zeros(0), np.zeros(0), np.zeros(0, np.int8),
+                          np.zeros((0, 6), np.int64), np.zeros(1, np.int64)),
+                         1.0, np.zeros(0), 2**62)
         _threads.append(True)
