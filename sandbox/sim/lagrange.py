@@ -51,6 +51,7 @@ rope or compliant links, redundant links, float32); :func:`check` raises
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -228,10 +229,38 @@ def _spread_into(out, lam, e, i, j, w, sign):  # pragma: no cover - compiled
         out[a, 1] -= w[a] * fy
 
 
+class Band(NamedTuple):
+    """The links' system as the compiled solvers read it (:meth:`RigidLinks.band`: a
+    plain tuple of these fields, in this order, which numba types from its C fast
+    path; unpacked at each kernel's top).
+
+    ``i``, ``j``     int64 (m,): each link's particles, body by body
+    ``rest2``        float64 (m,): the rest lengths squared
+    ``w``            float64 (n,): the inverse masses
+    ``rows``, ``cols``, ``gains``
+                     the entries ``(r, c, gain)`` of ``J W J^T`` (``gain d_r . e_c``)
+    ``flat``         int64: each entry's place in the band storage, flattened
+    ``p``, ``width``  int: the half-width of the band and ``2 p + 1``
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    rest2: np.ndarray
+    w: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    gains: np.ndarray
+    flat: np.ndarray
+    p: int
+    width: int
+
+
 @backend.njit(cache=True, fastmath=False, error_model="numpy")
-def _project_positions(x, direction, fixed, i, j, rest2, w, rows, cols, gains, flat,
-                       p, width, tol, max_iter):  # pragma: no cover - compiled
-    """:meth:`RigidLinks.project_positions` in one call; returns the iterations."""
+def _project_positions(x, direction, fixed, band, tol,
+                       max_iter):  # pragma: no cover - compiled
+    """:meth:`RigidLinks.project_positions` in one call (``band``: :class:`Band`'s
+    fields); returns the iterations."""
+    i, j, rest2, w, rows, cols, gains, flat, p, width = band
     m = i.size
     d = np.empty((m, 2))
     e = np.empty((m, 2))
@@ -253,15 +282,15 @@ def _project_positions(x, direction, fixed, i, j, rest2, w, rows, cols, gains, f
             return it
         if not fixed:
             e[:, :] = d
-        band = _band_matrix(d, e, rows, cols, gains, flat, m, width)
-        delta = _band_solve(band, p, rhs)
+        delta = _band_solve(_band_matrix(d, e, rows, cols, gains, flat, m, width), p, rhs)
         _spread_into(x, delta, e, i, j, w, 1.0)
     return max_iter
 
 
 @backend.njit(cache=True, fastmath=False, error_model="numpy")
-def _project_velocities(x, v, i, j, w, rows, cols, gains, flat, p,
-                        width):  # pragma: no cover - compiled
+def _project_velocities(x, v, band):  # pragma: no cover - compiled
+    """:meth:`RigidLinks.project_velocities` in one call."""
+    i, j, _, w, rows, cols, gains, flat, p, width = band
     m = i.size
     d = np.empty((m, 2))
     _diff_into(d, x, i, j)
@@ -274,8 +303,9 @@ def _project_velocities(x, v, i, j, w, rows, cols, gains, flat, p,
 
 
 @backend.njit(cache=True, fastmath=False, error_model="numpy")
-def _accel(a_free, x, v, i, j, rest2, w, rows, cols, gains, flat, p, width,
-           k):  # pragma: no cover - compiled
+def _accel(a_free, x, v, band, k):  # pragma: no cover - compiled
+    """:meth:`RigidLinks.accel` in one call, ``k`` Baumgarte's ``1 / tau``."""
+    i, j, rest2, w, rows, cols, gains, flat, p, width = band
     m = i.size
     d = np.empty((m, 2))
     _diff_into(d, x, i, j)
@@ -314,6 +344,7 @@ class RigidLinks:
         i = np.asarray(i, np.int64)
         j = np.asarray(j, np.int64)
         w = np.asarray(w, np.float64)
+        self._band: tuple | None = None
         keep = np.flatnonzero((w[i] + w[j]) > 0)
         lo, hi = np.minimum(i[keep], j[keep]), np.maximum(i[keep], j[keep])
         body = self._bodies(lo, hi, w)
@@ -440,8 +471,12 @@ class RigidLinks:
     def _kernels(self) -> bool:
         return backend.compiled(self.backend)
 
-    def _structure(self) -> tuple:
-        return (self.rows, self.cols, self.gains, self.flat, self.p, self.width)
+    def band(self) -> tuple:
+        """The fields of :class:`Band`, one plain tuple kept for these links."""
+        if self._band is None:
+            self._band = (self.i, self.j, self.rest2, self.w, self.rows, self.cols,
+                          self.gains, self.flat, self.p, self.width)
+        return self._band
 
     def accel(self, a_free: np.ndarray, x: np.ndarray, v: np.ndarray,
               baumgarte: float = 0.0) -> np.ndarray:
@@ -450,8 +485,8 @@ class RigidLinks:
         if not self.m:
             return a_free
         if self._kernels():
-            return _accel(np.asarray(a_free, np.float64), x, v, self.i, self.j, self.rest2,
-                          self.w, *self._structure(), float(baumgarte))
+            return _accel(np.asarray(a_free, np.float64), x, v, self.band(),
+                          float(baumgarte))
         d = self.diff(x)
         dv = v[self.j] - v[self.i]
         da = a_free[self.j] - a_free[self.i]
@@ -472,9 +507,8 @@ class RigidLinks:
             return 0
         if self._kernels():
             fixed = direction is not None
-            return _project_positions(x, direction if fixed else x, fixed, self.i, self.j,
-                                      self.rest2, self.w, *self._structure(), float(tol),
-                                      int(max_iter))
+            return _project_positions(x, direction if fixed else x, fixed, self.band(),
+                                      float(tol), int(max_iter))
         e = None if direction is None else self.diff(direction)
         for it in range(max_iter):
             d = self.diff(x)
@@ -492,7 +526,7 @@ class RigidLinks:
         if not self.m:
             return
         if self._kernels():
-            _project_velocities(x, v, self.i, self.j, self.w, *self._structure())
+            _project_velocities(x, v, self.band())
             return
         d = self.diff(x)
         dv = v[self.j] - v[self.i]
