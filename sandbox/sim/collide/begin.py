@@ -101,7 +101,7 @@ def begin(moves, shapes, grid, rules, bounce):  # pragma: no cover
     """:func:`begin_into` in arrays of its own (the substep path): ``cp, cg, e, mu, ref,
     touched, nrm, depth, spent, stuck, vhit, tau, skin, touch``, one row a contact."""
     C, rows, skin, touch = begin_into(moves, shapes, grid, rules, bounce, begin_space(
-        moves.x1, shapes.nshapes, shapes.nwalls, False))
+        moves.x1, shapes.nshapes, shapes.nwalls, np.bool_(False)))
     return (rows.cp[:C], rows.cg[:C], rows.ce[:C], rows.cmu[:C], rows.ref[:C],
             rows.touched[:C], rows.nrm[:C], rows.depth[:C], rows.spent[:C],
             rows.stuck[:C], rows.vhit[:C], rows.tau[:C], skin, touch)
@@ -276,13 +276,14 @@ def _begin_walls(moves, shapes, rules, rows):  # pragma: no cover - compiled
     if rows.cp.size < n * nwalls + 1 or (nwalls == 4 and rows.near.size < n):
         return -1, skin, touch      # not begin_space's arrays for these particles
     marg = _as(x1, rules.margin)
+    none = np.int64(0)              # no shape and no row yet (a number: see .jit)
     if nwalls == 4:
-        C = _near_walls(moves, r, geo, 0, False, marg, rows, 0)
+        C = _near_walls(moves, r, geo, none, none != 0, marg, rows, none)
     else:
-        C = _other_walls(moves, r, geo, 0, nwalls, False, marg, rows, 0)
+        C = _other_walls(moves, r, geo, none, nwalls, none != 0, marg, rows, none)
     if C > rows.ref.size:
         return -1, skin, touch
-    _rows_start(rows, geo, rules, 0, C)
+    _rows_start(rows, geo, rules, none, C)
     return C, skin, touch
 
 
@@ -412,7 +413,7 @@ def _begin_sweep(moves, shapes, rules, tol, bounce, found, rows,
             c_p[k] = cp[order[k]]
             c_g[k] = cg[order[k]]
             gap_o[k] = gap[order[k]]
-        _clear_rows(rows, 0, m)
+        _clear_rows(rows, np.int64(0), m)
         for c in range(m):
             g = c_g[c]
             if kinds[g] == SEGMENT:
@@ -517,7 +518,7 @@ def _toi_into(moves, skin, touch, gap, rows, shapes, rules, bounce,
     loc, owner, path, state = space[0], space[1], space[2], space[3]
     flags = space[6]
     count = space[5]
-    L = 0
+    L = np.int64(0)         # a number from the start (see .jit)
     for k in range(m):
         q = cp[k]
         if loc[q] < 0:
@@ -569,8 +570,8 @@ def _toi_passes(moves, skin, touch, gap, rows, shapes, rules, bounce, space,
         if gap[k] <= touch:
             unused[k] = True
             q = cp[k]
-            _, n0[k, 0], n0[k, 1] = _distance(cg[k], x0[q, 0], x0[q, 1], ref[k], True,
-                                              shapes, x0[q, 0], x0[q, 1])
+            _, n0[k, 0], n0[k, 1] = _distance(cg[k], x0[q, 0], x0[q, 1], ref[k],
+                                              np.bool_(True), shapes, x0[q, 0], x0[q, 1])
     left = L
     for it in range(MAX_HITS + 1):
         if not left:

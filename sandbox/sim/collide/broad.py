@@ -256,8 +256,8 @@ def _broad_phase(x0, x1, w, r, disp, shapes, grid, rules, brute,
                 cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
                 if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
                     continue
-            d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, shapes, x0[q, 0],
-                                 x0[q, 1])
+            d0, _, _ = _distance(np.int64(g), x0[q, 0], x0[q, 1], 0.0, np.bool_(False),
+                                 shapes, x0[q, 0], x0[q, 1])
             gq = d0 - r[q]
             if gq < near:
                 if m == cp.size:
@@ -288,7 +288,8 @@ def _gap_filter(x0, r, q, g, near, m, shapes, inv_len,
         cr = (geo[g, 2] - ax) * (x0[q, 1] - ay) - (geo[g, 3] - ay) * (x0[q, 0] - ax)
         if abs(cr) * inv_len[g] - geo[g, 4] - r[q] > near + GAP_TOL:
             return m
-    d0, _, _ = _distance(g, x0[q, 0], x0[q, 1], 0.0, False, shapes, x0[q, 0], x0[q, 1])
+    d0, _, _ = _distance(np.int64(g), x0[q, 0], x0[q, 1], 0.0, np.bool_(False), shapes,
+                         x0[q, 0], x0[q, 1])
     gq = d0 - r[q]
     if gq < near:
         if m == cp.size:

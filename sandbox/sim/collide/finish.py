@@ -415,8 +415,8 @@ def finish_into(moves, v, x_prev, fold, rows, shapes, pairs, pstate, rules,
                sp_scr[5, :na], sp_scr[6, :na], sp_scr[7, :na], live, count, da, db)
     shape_rows = (cp, cact, cnx, cny, e, mu, used, lift)
     for _ in range(max(sweeps, 4) if bounce else 0):
-        if _velocity_sweep(v_imp, True, v_start, v_pre, bounced, v_th, shape_rows,
-                           compact) <= tol:
+        if _velocity_sweep(v_imp, np.bool_(True), v_start, v_pre, bounced, v_th,
+                           shape_rows, compact) <= tol:
             break
     # The friction the positions already took is in v_pos (its share of it for a
     # velocity integrator's fold): the inelastic sweeps only add the rest.
@@ -424,8 +424,8 @@ def finish_into(moves, v, x_prev, fold, rows, shapes, pairs, pstate, rules,
     for c in range(C):
         used[c] = spent[c] * g_used
     for _ in range(max(sweeps, 2)):
-        if _velocity_sweep(v_pos, False, v_start, v_pre, bounced, v_th, shape_rows,
-                           compact) <= tol:
+        if _velocity_sweep(v_pos, np.bool_(False), v_start, v_pre, bounced, v_th,
+                           shape_rows, compact) <= tol:
             break
     for t in range(nr):
         q = np.uint64(rowlist[t])

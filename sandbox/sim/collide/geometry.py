@@ -445,7 +445,7 @@ def _contact_distance(g, px, py, ref, shapes, p0x, p0y):  # pragma: no cover - c
     geo = shapes.geo
     if shapes.kinds[g] == WALL:
         return (geo[g, 0] * px + geo[g, 1] * py) - geo[g, 2], geo[g, 0], geo[g, 1]
-    return _distance(g, px, py, ref, True, shapes, p0x, p0y)
+    return _distance(g, px, py, ref, np.bool_(True), shapes, p0x, p0y)
 
 # ----------------------------------------------------------------------- sweeps
 
@@ -527,9 +527,10 @@ def _sweep_faces(p0, p1, v0, e, normals, rs):
 
 
 @jit
-def _sweep_face(p0x, p0y, p1x, p1y, vx, vy, ex, ey, nx, ny,
-                rs):  # pragma: no cover - compiled
-    """``_sweep_faces`` for one face: the time of impact, inf when missed."""
+def _sweep_face(path, vx, vy, ex, ey, nx, ny, rs):  # pragma: no cover - compiled
+    """``_sweep_faces`` for one face, the edge ``v -> v + e`` with outward normal ``n``,
+    of the path ``(p0x, p0y, p1x, p1y)``: the time of impact, inf when missed."""
+    p0x, p0y, p1x, p1y = path
     d0 = (nx * (p0x - vx) + ny * (p0y - vy)) - rs
     d1 = (nx * (p1x - vx) + ny * (p1y - vy)) - rs
     if d0 >= 0 and d1 < 0:
@@ -583,8 +584,9 @@ def _sweep_capsule(p0x, p0y, p1x, p1y, ax, ay, bx, by,
     nx, ny = _segment_normal_k(abx, aby)
     nx = nx * gate
     ny = ny * gate
-    t = _sweep_face(p0x, p0y, p1x, p1y, ax, ay, abx, aby, nx, ny, rs)
-    t2 = _sweep_face(p0x, p0y, p1x, p1y, ax, ay, abx, aby, -nx, -ny, rs)
+    path = (p0x, p0y, p1x, p1y)
+    t = _sweep_face(path, ax, ay, abx, aby, nx, ny, rs)
+    t2 = _sweep_face(path, ax, ay, abx, aby, -nx, -ny, rs)
     fx, fy = nx, ny
     if _better(t2, t):
         t, fx, fy = t2, -nx, -ny
@@ -636,8 +638,9 @@ def _sweep_polygon(p0x, p0y, p1x, p1y, verts, normals, edges, s,
     K = verts.shape[1]
     tf = INF
     kf = 0
+    path = (p0x, p0y, p1x, p1y)
     for k in range(K):
-        t = _sweep_face(p0x, p0y, p1x, p1y, verts[s, k, 0], verts[s, k, 1], edges[s, k, 0],
+        t = _sweep_face(path, verts[s, k, 0], verts[s, k, 1], edges[s, k, 0],
                         edges[s, k, 1], normals[s, k, 0], normals[s, k, 1], rs)
         if k == 0 or _better(t, tf):
             tf, kf = t, k

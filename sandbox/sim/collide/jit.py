@@ -7,6 +7,14 @@ same way with or without numba (without it a kernel runs as Python). numba itsel
 imported by :mod:`sandbox.sim.backend` alone; whether the compiled kernels run is
 ``backend.compiled(Colliders.backend, "contacts")``, read by ``Colliders.compiled``, the one
 place the contact pipeline chooses its backend.
+
+Numbers, not constants, into a compiled callee: numba compiles a function once for each
+literal int or bool it is called with (``f(x, 0, False)`` and ``f(x, m, flag)`` are two
+compiles of ``f`` and of everything it calls), and a variable that starts as a constant
+(``L = 0``, then ``L += 1``) can be passed as the literal while its type is still being
+inferred. ``np.int64(0)``, ``np.bool_(True)`` are numbers: each callee compiles once (ten
+contact functions compiled twice, among them ``geometry._distance`` and
+``finish._velocity_sweep``).
 """
 
 from __future__ import annotations
