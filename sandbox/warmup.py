@@ -4,7 +4,7 @@ first frames.
 ``warm_up()`` does it now, in this thread (the bench, scripts). The app calls
 ``start_background()`` instead and draws its first frame at once::
 
-    handle = warmup.start_background(dtypes=("float64", "float32"))
+    handle = warmup.start_background(dtypes=("float64",))
     ...every frame: hud_text = handle.status()
 
 Until the kernels are ready every world runs the numpy references (the same numbers as
@@ -16,8 +16,10 @@ compiled kernels between two calls (``backend.set_ready``). How:
    priority) compiles them and fills the disk cache: about two minutes of CPU for
    everything on a 2-core machine (the contact stages ~100 s of it), on the other
    core, with this process's interpreter lock untouched. It does the
-   constraint and Verlet kernels first (~10 s a float type: list the level's type
-   first) and says so; the contact stages follow.
+   constraint and Verlet kernels first (~20 s) and says so; the contact stages follow.
+   Only for the first level's float type: the worlds of another one run numpy
+   (``backend.hold``) until :meth:`Warmup.need_dtype` has compiled theirs behind the
+   frames (the 200x200 cloth is float32; most levels are float64).
    A world without contacts needs no contact stages, which are most of the
    compiling: the app leaves them out for such a first level (``contact_dtypes=()``;
    contacts then stay on the numpy references, never compiled inside a frame) and
@@ -56,6 +58,8 @@ from . import levels
 from .sim import backend, kernels
 
 ROOT = Path(__file__).resolve().parents[1]       # the folder holding the sandbox package
+#: The float types a world can have (``WorldConfig.dtype``).
+FLOAT_TYPES = ("float64", "float32")
 #: With a warm cache, seconds the loading thread leaves the first frames alone.
 WARM_DELAY_S = 1.5
 
@@ -209,7 +213,8 @@ class Warmup:
         self._done = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="kernel-warm-up", daemon=True)
-        self._later: threading.Thread | None = None      # need_contacts()'s phase
+        self._later: threading.Thread | None = None      # the last phase asked for later
+        self._building = "physics"      # what the phase compiling now builds (status)
 
     @property
     def ready(self) -> bool:
@@ -224,9 +229,11 @@ class Warmup:
         # mean nothing to someone who opened a window to watch a pendulum.
         if self.phase == "compiling":
             # After the physics: the contact stages if asked for, else the drawing's.
-            what = ("physics" if "kernels" not in self.ready_parts else
-                    "collisions" if self.contact_dtypes else "drawing")
-            return (f"first start: building fast {what} ({time.monotonic() - self._t0:.0f}"
+            what = self._building
+            if self._later is None and "kernels" in self.ready_parts:
+                what = "collisions" if self.contact_dtypes else "drawing"
+            first = "first start: " if self._later is None else ""
+            return (f"{first}building fast {what} ({time.monotonic() - self._t0:.0f}"
                     " s); slower frames meanwhile, the same motion")
         if self.phase == "loading":
             compiled = self.warm and not self.numpy_first     # the worlds' kernels now
@@ -256,14 +263,16 @@ class Warmup:
             except subprocess.TimeoutExpired:        # pragma: no cover
                 proc.kill()
 
-    def _phase(self, fp: str, warm: bool, load) -> None:
-        """One phase of the warm-up: fill the cache in the child unless it is ``warm``
-        (for the fingerprint ``fp``), ``load()`` it here, then ready and mark it. A
-        failure leaves the numpy references running (still correct) and says why."""
+    def _phase(self, kinds: tuple, load) -> None:
+        """One phase of the warm-up, for ``kinds`` = ``(dtypes, contact_dtypes,
+        extra)``: fill the cache in the child unless it is known to be full for them,
+        ``load()`` it here, then ready and mark it. A failure leaves the numpy
+        references running (still correct) and says why."""
+        fp = _fingerprint(*kinds)
         try:
-            if self.use_process and not warm:
+            if self.use_process and not _marker(fp).exists():
                 self.phase = "compiling"
-                self._compile_in_child()
+                self._compile_in_child(*kinds)
                 if self._closed:
                     raise RuntimeError("closed")
             self.phase = "loading"
@@ -278,7 +287,7 @@ class Warmup:
             self._done.set()
 
     def _run(self) -> None:
-        self._phase(self.fingerprint, self.warm, self._load)
+        self._phase((self.dtypes, self.contact_dtypes, self.extra), self._load)
 
     def _load(self) -> None:
         if self.warm:
@@ -306,37 +315,63 @@ class Warmup:
         numpy (``backend.usable("contacts")`` stays False: a first contact step never
         waits for the compiler). Returns True if that starts now (the HUD then shows
         :meth:`status` again until :attr:`done`)."""
-        if self.contact_dtypes or self._later is not None or not backend.INSTALLED:
+        if self.contact_dtypes or not backend.INSTALLED:
             return False
         self.contact_dtypes = ("float64",)      # every shipped level with contacts
-        self._done.clear()
-        self._later = threading.Thread(target=self._run_contacts, name="contact-warm-up",
-                                       daemon=True)
-        self._later.start()
+        self._then("collisions", (self.dtypes[:1], self.contact_dtypes, ()),
+                   self._load_contacts)
         return True
 
-    def _run_contacts(self) -> None:
-        self._thread.join()                     # after the first phase, never beside it
-        if self.phase == "numpy":               # it failed: the numpy references stay
-            self._done.set()
-            return
-        self._t0 = time.monotonic()
-        fp = _fingerprint(self.dtypes, self.contact_dtypes, self.extra)
-        self._phase(fp, _marker(fp).exists(), self._load_contacts)
+    def need_dtype(self, dtype) -> bool:
+        """A world of the float type ``dtype`` is on screen: if this warm-up left that
+        type out (it compiles the first level's only), compile (or load) its constraint
+        and Verlet kernels behind the frames; meanwhile its worlds run numpy
+        (``backend.hold``: a first step of it never waits for the compiler). Returns
+        True if that starts now."""
+        name = np.dtype(dtype).name
+        if name in self.dtypes or not backend.INSTALLED:
+            return False
+        self.dtypes += (name,)
+        self._then(f"{name} physics", ((name,), (), ()),
+                   lambda: self._load_dtype(name))
+        return True
+
+    def _then(self, what: str, kinds: tuple, load) -> None:
+        """A phase after those before it (never beside them: one child compiles at a
+        time), for ``kinds`` (:meth:`_phase`)."""
+        before = self._later or self._thread
+        self._done.clear()
+
+        def run() -> None:
+            before.join()
+            if self.phase == "numpy":           # it failed: the numpy references stay
+                self._done.set()
+                return
+            self._t0 = time.monotonic()
+            self._building = what
+            self._phase(kinds, load)
+
+        self._later = threading.Thread(target=run, name=f"warm-up: {what}", daemon=True)
+        self._later.start()
 
     def _load_contacts(self) -> None:
         with backend.loading():
             _contacts(self.contact_dtypes)
         self._part_ready("contacts")
 
+    def _load_dtype(self, name: str) -> None:
+        with backend.loading():
+            kernels.warm_up((name,))
+        backend.hold(name, False)
+
     def _part_ready(self, part: str) -> None:
         backend.set_ready(True, part)
         self.ready_parts.add(part)
 
-    def _compile_in_child(self) -> None:
-        cmd = [sys.executable, "-m", "sandbox.warmup", "--dtypes", ",".join(self.dtypes),
-               "--contact-dtypes", ",".join(self.contact_dtypes) or "none"]
-        for spec in self.extra:
+    def _compile_in_child(self, dtypes, contact_dtypes, extra) -> None:
+        cmd = [sys.executable, "-m", "sandbox.warmup", "--dtypes", ",".join(dtypes),
+               "--contact-dtypes", ",".join(contact_dtypes) or "none"]
+        for spec in extra:
             cmd += ["--extra", spec]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH"))
@@ -366,17 +401,19 @@ class Warmup:
             raise RuntimeError(f"warm-up process exited {self._proc.returncode}: {tail[0]}")
 
 
-def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",), extra=(),
+def start_background(dtypes=("float64",), contact_dtypes=("float64",), extra=(),
                      use_process: bool = True, numpy_first: bool = False) -> Warmup:
     """Make the compiled kernels ready behind the first frames; returns at once.
 
     Every world runs the numpy references until ``handle.ready``, then the compiled
     kernels (the switch is process-wide). ``dtypes``: float types of the constraint and
-    Verlet kernels; ``contact_dtypes``: of the contact stages (the levels with contacts
-    run float64; ``()``: none until :meth:`Warmup.need_contacts`); ``extra``:
+    Verlet kernels (the first level's; the worlds of any other float type run numpy,
+    ``backend.hold``, until :meth:`Warmup.need_dtype` has compiled theirs: no kernel is
+    compiled for a type no world uses); ``contact_dtypes``: of the contact stages (the
+    levels with contacts run float64; ``()``: none until :meth:`Warmup.need_contacts`);
+    ``extra``:
     ``"module:function"`` warm-ups of other kernels to compile
     in the same child and load in the same thread (e.g. ``"sandbox.app.raster:warm_up"``).
-    A kernel type not listed still works: its first call compiles it then.
     ``numpy_first``: even with a full cache, run the numpy references until the
     loading thread has the kernels (after ``WARM_DELAY_S``): for a small first world,
     whose numpy frames cost a few ms, where loading the kernels on the first call
@@ -396,6 +433,8 @@ def start_background(dtypes=("float64", "float32"), contact_dtypes=("float64",),
     backend.set_ready(False)
     for part in handle.parts():
         backend.set_ready(handle.warm and not numpy_first, part)
+    for other in FLOAT_TYPES:
+        backend.hold(other, other not in handle.dtypes)
     handle._thread.start()
     return handle
 

@@ -1049,6 +1049,9 @@ def test_a_first_world_run_compiled_is_drawn_before_the_kernels_load(monkeypatch
         def status(self):
             return "loading kernels"
 
+        def need_dtype(self, dtype):
+            return False
+
         def close(self):
             pass
 
@@ -1088,12 +1091,17 @@ def test_the_first_level_with_contacts_starts_their_compiling(tmp_path):
             self.contact_dtypes, self.done = ("float64",), False
             return True
 
+        def need_dtype(self, dtype):
+            self.types.add(str(dtype))
+            return False                                   # every level here is float64
+
         def status(self):
             return "first start: building fast collisions (1 s)"
 
     pygame.display.init()
     pygame.display.set_mode((1280, 800))
     h = Handle()
+    h.types = set()
     app = App(scene_from_level("pendulums"), size=(1280, 800), out_dir=tmp_path, kernels=h)
     assert not app.world.has_contacts
     for _ in range(3):
@@ -1105,4 +1113,5 @@ def test_the_first_level_with_contacts_starts_their_compiling(tmp_path):
     for _ in range(3):
         app.frame(H)
     assert h.asked == 1                                    # once
+    assert h.types == {"float64"}       # the world's float type is asked for too
 

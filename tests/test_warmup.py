@@ -16,7 +16,8 @@ needs_numba = pytest.mark.skipif(not backend.INSTALLED, reason="numba is not ins
 @pytest.fixture
 def restore_backend():
     yield
-    backend.set_ready(True)
+    backend.set_ready(True)             # every part, and no float type held
+    assert backend.held() == ()
     cores.set_mode("auto")
 
 
@@ -124,6 +125,40 @@ def test_a_level_without_contacts_compiles_none_until_one_appears(restore_backen
     assert _same(a, b)                                # the same bits either way
 
 
+@needs_numba
+def test_a_float_type_no_world_uses_is_compiled_only_when_one_appears(restore_backend,
+                                                                     tmp_path, monkeypatch):
+    """The warm-up compiles the first level's float type only. A world of the other
+    runs its numpy references meanwhile (held: never compiled inside a frame), and
+    need_dtype() compiles its kernels behind the frames once such a world appears;
+    the float32 cloth then runs its compiled frame, the same bits as before."""
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
+    assert h.wait(600), h.error
+    assert backend.held() == ("float32",)
+    frames = []
+    real = kernels.verlet_frame
+    monkeypatch.setattr(kernels, "verlet_frame", lambda *a: frames.append(1) or real(*a))
+    a, b = _cloth("float32"), _cloth("float32")
+    assert a.constraints.kernel_args(a.particles.x, a.particles.inv_mass) is None
+    for _ in range(5):
+        a.step(1 / 60)
+    assert not frames                                 # numpy while held
+    assert not h.need_dtype("float64")                # compiled already
+    assert h.need_dtype("float32") and not h.done
+    assert not h.need_dtype("float32")                # once
+    assert h.wait(600), h.error
+    assert backend.held() == () and h.dtypes == ("float64", "float32")
+    assert (tmp_path / f"warm-{warmup._fingerprint(('float32',), (), ())}").exists()
+    for _ in range(5):
+        b.step(1 / 60)
+    for _ in range(5):
+        a.step(1 / 60)
+        b.step(1 / 60)
+    assert frames                                     # compiled now
+    assert _same(a, b)                                # the same bits either way
+
+
 def test_the_status_names_what_is_being_built():
     """While the child compiles: the physics first, then the collisions when they were
     asked for, else the drawing (a level without contacts compiles none)."""
@@ -134,6 +169,8 @@ def test_the_status_names_what_is_being_built():
     assert w.status().startswith("first start: building fast drawing")
     w.contact_dtypes = ("float64",)
     assert w.status().startswith("first start: building fast collisions")
+    w._later, w._building = object(), "float32 physics"    # a phase asked for later
+    assert w.status().startswith("building fast float32 physics")
 
 
 @needs_numba

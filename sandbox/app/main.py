@@ -158,7 +158,7 @@ class App:
         self.recorder = ClipRecorder(self.out_dir, clip_fps, clip_width)
         # The background compile (run_app): drawing stays on numpy until it is done.
         # ``kernels`` is shown in the HUD while it runs; ``warm`` is kept to start the
-        # contact stages when a world with contacts first appears (_need_contacts).
+        # contact stages or another float type when a world needs them (_need_kernels).
         self.kernels = kernels
         self.warm = kernels
         if kernels is not None and not kernels.ready:
@@ -380,18 +380,22 @@ class App:
 
     # --- the frame ----------------------------------------------------------------
 
-    def _need_contacts(self) -> None:
+    def _need_kernels(self) -> None:
         """The first world with contacts (a level switch, build mode's first shape, a
-        replay): the warm-up compiles the contact stages now, behind the frames, if it
-        left them out for a level without any; the HUD says so meanwhile."""
+        replay), or the first of a float type the warm-up left out (the 200x200 cloth's
+        float32): the warm-up compiles their kernels now, behind the frames; the HUD
+        says so meanwhile."""
         w = self.warm
-        if w is not None and not w.contact_dtypes and self.world.has_contacts \
-                and w.need_contacts():
+        if w is None:
+            return
+        if not w.contact_dtypes and self.world.has_contacts and w.need_contacts():
+            self.kernels = w
+        if w.need_dtype(self.world.particles.x.dtype):
             self.kernels = w
 
     def frame(self, dt: float) -> None:
         """One frame: events, physics for ``dt`` seconds of real time, drawing."""
-        self._need_contacts()
+        self._need_kernels()
         for event in pygame.event.get():
             if event.type in _POINTER_EVENTS:
                 self.pointer = tuple(event.pos)
@@ -1276,7 +1280,7 @@ def start_kernels(dtype: str = "float64", small: bool = False, contacts: bool = 
     """Make the compiled kernels ready behind the first frames (``sandbox/warmup.py``):
     the level's float type first, then the other; contacts in float64 (every shipped
     level with contacts is float64) if the first world has any (``contacts``; else when
-    one first appears: ``App._need_contacts``; 9 of the 15 shipped levels need none, and
+    one first appears: ``App._need_kernels``; 9 of the 15 shipped levels need none, and
     they are most of the compiling); the drawing and strain kernels in the same child.
     Until they are ready every world runs its numpy reference (the same numbers) and the
     HUD says so, so the first frame never waits for the compiler. ``small``: the first
@@ -1302,9 +1306,10 @@ KERNEL_EXTRAS = ("sandbox.app.raster:warm_up", "sandbox.sim.view:warm_up",
                  "sandbox.sim.lagrange:warm_up")
 
 
-def kernel_dtypes(dtype: str = "float64") -> tuple[str, str]:
-    """The float types the warm-up compiles, the level's first."""
-    return (dtype, "float32" if dtype == "float64" else "float64")
+def kernel_dtypes(dtype: str = "float64") -> tuple[str, ...]:
+    """The float types the warm-up compiles at the start: the first level's (another
+    one when a world of it appears, ``App._need_kernels``)."""
+    return (dtype,)
 
 
 #: Video drivers that show nothing on a screen.

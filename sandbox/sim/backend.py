@@ -15,7 +15,12 @@ loads a kernel from numba's disk cache, as before). The app instead starts with
 loaded, so the first frames run the numpy references (the same numbers: the tests
 compare them bit for bit) and no frame waits for the compiler. The loading thread may
 call the kernels before everyone else (``loading()``). ``compiled("auto", part)`` is
-``usable(part)``, read at every call, so every caller switches at the same moment.
+``usable(part)``, read at every call, so every caller switches at the same moment. The
+warm-up compiles the kernels for the float type of the level on screen only: another
+float type is *held* (:func:`hold`) until a world of it appears and its kernels are
+compiled behind the frames, and ``compiled("auto", part, dtype)`` says no for it
+meanwhile (the kernels are compiled per float type: a held type's first call would
+compile inside a frame).
 
 numba is imported when a kernel is first needed, not when the kernel modules are.
 Importing it takes ~0.35 s here (0.7 s and more with other programs busy), a third of
@@ -152,21 +157,42 @@ def drop_stale_kernels() -> int:
 
 PARTS = ("kernels", "contacts")         # the constraint/Verlet kernels, the contact stages
 _ready: set[str] = set(PARTS) if INSTALLED else set()
+_held: set[np.dtype] = set()            # float types not compiled yet (hold)
 _local = threading.local()
 
 
-def usable(part: str = "kernels") -> bool:
+def usable(part: str = "kernels", dtype=None) -> bool:
     """True when the calling thread may use the compiled kernels of ``part`` (the first
-    yes imports numba: :func:`compile_all`)."""
-    if part in _ready or getattr(_local, "loading", False):
+    yes imports numba: :func:`compile_all`), for arrays of the float type ``dtype``
+    (None: any; a held one: no, unless this thread is loading them)."""
+    if getattr(_local, "loading", False):
+        return _numba is not None or compile_all()
+    if part in _ready and not (_held and dtype is not None and dtype in _held):
         return _numba is not None or compile_all()
     return False
 
 
+def hold(dtype, held: bool = True) -> None:
+    """Keep "auto" off the compiled kernels for arrays of the float type ``dtype``
+    (True) until they are compiled and loaded, or let it use them again (False)."""
+    if held:
+        _held.add(np.dtype(dtype))
+    else:
+        _held.discard(np.dtype(dtype))
+
+
+def held() -> tuple[str, ...]:
+    """The float types :func:`hold` keeps on numpy now, by name."""
+    return tuple(sorted(d.name for d in _held))
+
+
 def set_ready(ready: bool, part: str | None = None) -> None:
     """Switch every thread to the compiled kernels (True) or to the numpy references,
-    for one ``part`` of :data:`PARTS` or (None) all of them."""
+    for one ``part`` of :data:`PARTS` or (None) all of them; all of them ready also lets
+    go of every float type held (:func:`hold`): the default of scripts and tests."""
     parts = PARTS if part is None else (part,)
+    if ready and part is None:
+        _held.clear()
     for p in parts:
         if ready and INSTALLED:
             _ready.add(p)
@@ -213,12 +239,14 @@ def runnable() -> bool:
     return INSTALLED and (_numba is not None or compile_all())
 
 
-def compiled(choice: str, part: str | None = "kernels") -> bool:
+def compiled(choice: str, part: str | None = "kernels", dtype=None) -> bool:
     """Whether the caller whose backend setting is ``choice`` (one of :data:`BACKENDS`)
     runs its compiled kernels now. ``part``: which of :data:`PARTS` the caller's
     kernels belong to, for "auto" (the warm-up makes them ready part by part); None for
     kernels the warm-up does not hold back (the drawing: the app keeps the renderer on
-    "numpy" itself until they are loaded), where "auto" is :func:`runnable`.
+    "numpy" itself until they are loaded), where "auto" is :func:`runnable`. ``dtype``:
+    the float type of the caller's arrays, for "auto" (a type the warm-up holds,
+    :func:`hold`, runs numpy); None where the kernels are float64 only.
 
     ``ValueError`` for any other ``choice``, naming the valid ones; ``RuntimeError`` for
     "compiled" where numba cannot run. Called every frame (and substep) by the hot
@@ -226,7 +254,7 @@ def compiled(choice: str, part: str | None = "kernels") -> bool:
     if choice == "auto":
         if part is None:
             return runnable()
-        return usable(part)
+        return usable(part, dtype)
     if choice == "numpy":
         return False
     if choice == "compiled":

@@ -399,7 +399,7 @@ class Constraints:
         (``backend``, no numba, arrays it cannot take: ``backend.fits``).
         ``frame``: ``(links, perm, min_parallel)`` for ``kernels.verlet_frame``, in
         the grid layout's slots ``perm`` (:meth:`frame_batches`)."""
-        if not (_backend.compiled(self.backend) and len(self) and x.ndim == 2
+        if not (_backend.compiled(self.backend, dtype=x.dtype) and len(self) and x.ndim == 2
                 and x.shape[1] == 2 and _backend.fits(x, w)):
             return None
         # Smallest batch spread over the cores: "serial" keeps one thread, "parallel"

@@ -331,7 +331,7 @@ class _PositionVerlet(Integrator):
         c1, c2 = self.velocity_coefficients(h, h_old)
         if velocity == "later":
             c1 = 0.0
-        if (backend.compiled(self.backend) and np.ndim(h) == 0
+        if (backend.compiled(self.backend, dtype=s.x.dtype) and np.ndim(h) == 0
                 and s.x.ndim == 2 and backend.fits(s.x, a)
                 and s.x.dtype == s.x_prev.dtype and s.x.shape == s.x_prev.shape):
             # Coefficients in the state's float type, as numpy treats Python floats:
@@ -377,7 +377,7 @@ class _PositionVerlet(Integrator):
     def compiled_frame(self, h, h_old, n, dtype):
         """:meth:`frame_coefficients` unless this integrator's ``backend`` keeps it on
         numpy now."""
-        if not backend.compiled(self.backend):
+        if not backend.compiled(self.backend, dtype=np.dtype(dtype)):
             return None
         return self.frame_coefficients(h, h_old, n, dtype)
 
@@ -406,7 +406,8 @@ class _PositionVerlet(Integrator):
         """After ``step(..., velocity="later")`` and the corrections: ``v += fwd * c1``
         with ``fwd = x+ - x`` (``x`` now in ``x_prev``); ``h_old`` as before the step."""
         c1 = self.velocity_coefficients(h, h_old)[0]
-        if (backend.compiled(self.backend) and s.reuse_buffers and can_overwrite(s.v)
+        if (backend.compiled(self.backend, dtype=s.x.dtype) and s.reuse_buffers
+                and can_overwrite(s.v)
                 and backend.fits(s.x, s.x_prev, s.v) and s.x.shape == s.v.shape):
             step_kernels.add_scaled_difference(s.v, s.x, s.x_prev, s.v.dtype.type(c1))
         else:

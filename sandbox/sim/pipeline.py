@@ -202,7 +202,8 @@ def compiled_frame(world, scratch: Scratch, hs: float, n: int, h: float) -> bool
     p, cfg, integ, c = world.particles, world.config, world.integrator, world.constraints
     scratch.lane = None
     contacts = world.has_contacts
-    if not (scratch.compile_frames and backend.compiled("auto") and (len(c) or contacts)
+    if not (scratch.compile_frames and backend.compiled("auto", dtype=p.x.dtype)
+            and (len(c) or contacts)
             and world.gravity_only and world.mouse is None and world.ledger is None):
         return False
     # The integrator's own frame: its coefficients, or None when it has no compiled
@@ -264,7 +265,8 @@ def end_step(world, backup: tuple, h: float, contiguous: bool = False) -> None:
     p = world.particles
     x, v, xp = p.x, p.v, p.x_prev
     if not (step_kernels.all_finite(x, v, xp)
-            if contiguous or (backend.compiled("auto") and backend.fits(x, v, xp))
+            if contiguous or (backend.compiled("auto", dtype=x.dtype)
+                              and backend.fits(x, v, xp))
             else p.is_finite()):
         p.restore(backup[0])
         p.inv_mass[:] = backup[1]
@@ -294,7 +296,8 @@ def lane_objects(world, scratch: Scratch) -> tuple:
             c.backend, col, *col.kept, col.backend, p, x, xp, p.v,
             p.inv_mass, p.radius, world.gravity_field.a, scratch.lam, scratch.exclude,
             scratch.backup, world.mouse, world.ledger, scratch.compile_frames,
-            world.started, backend.usable("kernels"), backend.usable("contacts"))
+            world.started, backend.usable("kernels", p.x.dtype),
+            backend.usable("contacts", p.x.dtype))
 
 
 def lane_numbers(world, hs: float) -> tuple:
@@ -323,7 +326,7 @@ def back_up(p, scratch: Scratch, field) -> tuple[tuple, bool]:
     One compiled pass (``step_kernels.back_up``) where the arrays fit it, else numpy."""
     b = scratch.backup
     x, v, xp, w = p.x, p.v, p.x_prev, p.inv_mass
-    if b is not None and backend.compiled("auto"):
+    if b is not None and backend.compiled("auto", dtype=x.dtype):
         state, bw = b
         if (x.ndim == 2 and x.shape == v.shape == xp.shape == state.x.shape
                 == state.v.shape == state.x_prev.shape

@@ -296,9 +296,9 @@ class Colliders:
         :attr:`backend` for the "contacts" part, and the state is what they take: float
         (n, 2) positions, every per-particle array in their float type and contiguous
         (``backend.fits``)."""
-        if not backend.compiled(self.backend, "contacts"):
-            return False
         x = p.x
+        if not backend.compiled(self.backend, "contacts", x.dtype):
+            return False
         return (x.ndim == 2 and x.shape[1] == 2
                 and backend.fits(x, x0, p.v, p.x_prev, p.inv_mass, p.radius))
 
