@@ -4,7 +4,7 @@ first frames.
 ``warm_up()`` does it now, in this thread (the bench, scripts). The app calls
 ``start_background()`` instead and draws its first frame at once::
 
-    handle = warmup.start_background(dtypes=("float64",))
+    handle = warmup.start_background()
     ...every frame: hud_text = handle.status()
 
 Until the kernels are ready every world runs the numpy references (the same numbers as
@@ -17,9 +17,9 @@ compiled kernels between two calls (``backend.set_ready``). How:
    everything on a 2-core machine (the contact stages ~100 s of it), on the other
    core, with this process's interpreter lock untouched. It does the
    constraint and Verlet kernels first (~20 s) and says so; the contact stages follow.
-   Only for the first level's float type: the worlds of another one run numpy
-   (``backend.hold``) until :meth:`Warmup.need_dtype` has compiled theirs behind the
-   frames (the 200x200 cloth is float32; most levels are float64).
+   The window asks for its first level's float type only: the worlds of another one
+   run numpy (``backend.hold``) until :meth:`Warmup.need_dtype` has compiled theirs
+   behind the frames (the 200x200 cloth is float32; most levels are float64).
    A world without contacts needs no contact stages, which are most of the
    compiling: the app leaves them out for such a first level (``contact_dtypes=()``;
    contacts then stay on the numpy references, never compiled inside a frame) and
@@ -401,15 +401,17 @@ class Warmup:
             raise RuntimeError(f"warm-up process exited {self._proc.returncode}: {tail[0]}")
 
 
-def start_background(dtypes=("float64",), contact_dtypes=("float64",), extra=(),
+def start_background(dtypes=FLOAT_TYPES, contact_dtypes=("float64",), extra=(),
                      use_process: bool = True, numpy_first: bool = False) -> Warmup:
     """Make the compiled kernels ready behind the first frames; returns at once.
 
     Every world runs the numpy references until ``handle.ready``, then the compiled
     kernels (the switch is process-wide). ``dtypes``: float types of the constraint and
-    Verlet kernels (the first level's; the worlds of any other float type run numpy,
-    ``backend.hold``, until :meth:`Warmup.need_dtype` has compiled theirs: no kernel is
-    compiled for a type no world uses); ``contact_dtypes``: of the contact stages (the
+    Verlet kernels, both by default (a game's worlds may have either); a program that
+    knows its worlds' type lists that one (the window: its first level's): the worlds of
+    any other float type run numpy, ``backend.hold``, until :meth:`Warmup.need_dtype`
+    has compiled theirs, so no kernel is compiled for a type no world uses;
+    ``contact_dtypes``: of the contact stages (the
     levels with contacts run float64; ``()``: none until :meth:`Warmup.need_contacts`);
     ``extra``:
     ``"module:function"`` warm-ups of other kernels to compile
