@@ -14,7 +14,7 @@ compiled kernels between two calls (``backend.set_ready``). How:
 1. If the kernels are not known to be in the cache (a first start, or the kernel
    sources changed), a child process (``python -m sandbox.warmup``, at a lower
    priority) compiles them and fills the disk cache: about two minutes of CPU for
-   everything on a 2-core machine (the contact stages ~100 s of it), on the other
+   everything on a 2-core machine (the contact stages ~75 s of it), on the other
    core, with this process's interpreter lock untouched. It does the
    constraint and Verlet kernels first (~20 s) and says so; the contact stages follow.
    The window asks for its first level's float type only: the worlds of another one
