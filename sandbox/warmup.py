@@ -27,7 +27,8 @@ compiled kernels between two calls (``backend.set_ready``). How:
    first appears (a level switch, build mode's first shape).
 2. A thread of this process loads each part from the cache as soon as it is there
    (well under a second, during which frames run slower but do not stop) and switches
-   every world over: cloths get their compiled kernels before the contact stages.
+   every world over at its next step, never in the middle of one (``backend.settle``):
+   cloths get their compiled kernels before the contact stages.
 
 When the cache is known to be full (a marker file beside it, named by a hash of the
 kernel sources, numba's version and the float types), the worlds use the compiled
@@ -248,8 +249,10 @@ class Warmup:
         return "numpy kernels (numba not installed)"
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the warm-up has finished; True if the compiled kernels are in use."""
+        """Wait until the warm-up has finished; True if the compiled kernels are in use
+        (switched to now: no step is under way in the waiting thread)."""
         self._done.wait(timeout)
+        backend.settle()
         return self.ready
 
     def close(self) -> None:
@@ -362,10 +365,10 @@ class Warmup:
     def _load_dtype(self, name: str) -> None:
         with backend.loading():
             kernels.warm_up((name,))
-        backend.hold(name, False)
+        backend.release_between_steps(name)
 
     def _part_ready(self, part: str) -> None:
-        backend.set_ready(True, part)
+        backend.ready_between_steps(part)         # never in the middle of a step
         self.ready_parts.add(part)
 
     def _compile_in_child(self, dtypes, contact_dtypes, extra) -> None:

@@ -86,6 +86,50 @@ def test_worlds_give_the_same_bits_before_and_after_the_switch(make, restore_bac
 
 
 @needs_numba
+def test_a_switch_asked_for_in_the_middle_of_a_step_waits_for_the_next(restore_backend,
+                                                                       monkeypatch):
+    """The warm-up's loading thread makes the kernels ready while the window's thread may
+    be in the middle of a step. Switched there, the bridge's step ran its first
+    iterations on the numpy references and the rest compiled (whose multipliers are
+    kept in another order): numbers of neither path, and a replay of the session
+    differed from its recording. Asked for mid-step (after the first of the step's 16
+    sweeps), the switch now waits for the step's end: the same bits as a world
+    switched between two steps."""
+    from sandbox.levels import build_world, find_level, load_level
+    from sandbox.sim.constraints import Constraints
+
+    def bridge():
+        return build_world(load_level(find_level("bridge")))
+
+    backend.set_ready(False)
+    a, b = bridge(), bridge()
+    assert any(a.constraints.compliance > 0)        # the multipliers matter
+    for _ in range(20):
+        a.step(1 / 60)
+        b.step(1 / 60)
+    real, sweeps = Constraints.project, []
+
+    def project(self, *args):
+        real(self, *args)
+        sweeps.append(backend.usable("kernels"))
+        if len(sweeps) == 1:
+            backend.ready_between_steps("kernels")     # as the loading thread does
+            backend.ready_between_steps("contacts")
+
+    monkeypatch.setattr(Constraints, "project", project)
+    a.step(1 / 60)
+    monkeypatch.setattr(Constraints, "project", real)
+    assert len(sweeps) > 1 and not any(sweeps)       # the whole step on numpy
+    assert not backend.ready("kernels")              # until a step starts
+    b.step(1 / 60)                                   # switched at its start: compiled
+    assert backend.ready()
+    for _ in range(20):
+        a.step(1 / 60)
+        b.step(1 / 60)
+    assert _same(a, b)
+
+
+@needs_numba
 def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
     assert h.status()                               # a line for the HUD at any time

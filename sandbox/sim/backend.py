@@ -200,6 +200,38 @@ def set_ready(ready: bool, part: str | None = None) -> None:
             _ready.discard(p)
 
 
+#: Switches asked for by the warm-up's loading thread, applied between two steps
+#: (:func:`settle`): a switch in the middle of a step ran its first iterations on the
+#: numpy references and the rest compiled, whose multipliers are kept in another order,
+#: so the step's numbers were neither path's (and a replay of it differed).
+_pending: list[tuple[str, object]] = []
+
+
+def ready_between_steps(part: str) -> None:
+    """``set_ready(True, part)`` from another thread: at the next :func:`settle`."""
+    _pending.append(("part", part))
+
+
+def release_between_steps(dtype) -> None:
+    """``hold(dtype, False)`` from another thread: at the next :func:`settle`."""
+    _pending.append(("dtype", np.dtype(dtype)))
+
+
+def settle() -> None:
+    """Apply the switches asked for since the last call, where no step is under way: at
+    the start of every step (``pipeline.step``) and when a warm-up is waited for. A
+    no-op in a thread that is loading the kernels (its own steps must not switch the
+    others' in the middle of theirs)."""
+    if not _pending or getattr(_local, "loading", False):
+        return
+    while _pending:
+        kind, what = _pending.pop(0)
+        if kind == "part":
+            set_ready(True, str(what))
+        else:
+            hold(what, False)
+
+
 def ready(part: str | None = None) -> bool:
     return all(p in _ready for p in (PARTS if part is None else (part,)))
 

@@ -95,6 +95,7 @@ _NO_ROWS = np.zeros(0, np.bool_)
 def step(world, h: float) -> None:
     """Advance ``world`` by the frame step ``h`` (s; positive and finite, as
     ``World.step`` checked): the first way of the module docstring that applies."""
+    backend.settle()        # the warm-up's switches, between steps only
     if not world.started:
         world.start(h)
     scratch = world.scratch
