@@ -215,6 +215,11 @@ class Warmup:
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="kernel-warm-up", daemon=True)
         self._later: threading.Thread | None = None      # the last phase asked for later
+        # What the first phase builds, fixed now: need_contacts() and need_dtype() add to
+        # dtypes and contact_dtypes for phases of their own, which compile in the child;
+        # read by the first phase's loading, they were compiled in this process instead
+        # (a minute of the compiler holding the interpreter: frozen frames).
+        self._first = (self.dtypes, self.contact_dtypes, self.extra)
         self._building = "physics"      # what the phase compiling now builds (status)
 
     @property
@@ -287,10 +292,16 @@ class Warmup:
             self.error = f"{type(e).__name__}: {e}"
             self.phase = "numpy"
         finally:
+            self._phase_done()
+
+    def _phase_done(self) -> None:
+        """Done, unless a phase asked for meanwhile is still to run (:attr:`done` and
+        :meth:`wait` are about all of them)."""
+        if self._later is None or threading.current_thread() is self._later:
             self._done.set()
 
     def _run(self) -> None:
-        self._phase((self.dtypes, self.contact_dtypes, self.extra), self._load)
+        self._phase(self._first, self._load)
 
     def _load(self) -> None:
         if self.warm:
@@ -298,13 +309,14 @@ class Warmup:
             # kernel in ~0.1 s): let the first frames have the interpreter, then load
             # the rest so that a level switch does not wait for it.
             time.sleep(WARM_DELAY_S)
+        dtypes, contact_dtypes, extra = self._first
         if "kernels" not in self.ready_parts:
             with backend.loading():
-                kernels.warm_up(self.dtypes[:1])      # the level's float type
+                kernels.warm_up(dtypes[:1])           # the level's float type
             self._part_ready("kernels")
-        warm_up(self.dtypes, self.contact_dtypes, self.extra,
+        warm_up(dtypes, contact_dtypes, extra,
                 on_extra=lambda: self.ready_parts.add("extras"), tell=False)
-        for part in self.parts():
+        for part in backend.PARTS if contact_dtypes else ("kernels",):
             self._part_ready(part)
 
     def parts(self) -> tuple[str, ...]:
@@ -348,7 +360,7 @@ class Warmup:
         def run() -> None:
             before.join()
             if self.phase == "numpy":           # it failed: the numpy references stay
-                self._done.set()
+                self._phase_done()
                 return
             self._t0 = time.monotonic()
             self._building = what
@@ -391,10 +403,10 @@ class Warmup:
             # then the extras (the drawing's kernels: the app switches its renderer).
             if line.strip() == b"kernels ready" and not self._closed:
                 with backend.loading():
-                    kernels.warm_up(self.dtypes[:1])
+                    kernels.warm_up(dtypes[:1])
                 self._part_ready("kernels")
             elif line.strip() == b"extras ready" and not self._closed:
-                _extras(self.extra)
+                _extras(extra)
                 self.ready_parts.add("extras")
         self._proc.wait()
         drain.join(10)

@@ -203,6 +203,43 @@ def test_a_float_type_no_world_uses_is_compiled_only_when_one_appears(restore_ba
     assert _same(a, b)                                # the same bits either way
 
 
+@needs_numba
+def test_the_first_phase_builds_only_what_it_was_started_for(restore_backend, tmp_path,
+                                                             monkeypatch):
+    """A level with contacts opened while the first phase still runs: the contact stages
+    are the later phase's (compiled in its child), never added to the first phase's
+    loading in this process, where they were compiled with the interpreter held (a
+    minute of frozen frames)."""
+    import threading
+
+    monkeypatch.setattr(warmup, "_marker", lambda fp: tmp_path / f"warm-{fp}")
+    asked, contacts = [], []
+    inside, go = threading.Event(), threading.Event()
+    real, real_kernels = warmup.warm_up, kernels.warm_up
+
+    def first_kernels(dtypes):                    # the first phase, under way
+        if not inside.is_set():
+            inside.set()
+            go.wait(60)
+        return real_kernels(dtypes)
+
+    def first_phase(dtypes, contact_dtypes=None, *args, **kw):
+        asked.append(tuple(contact_dtypes))
+        return real(dtypes, contact_dtypes, *args, **kw)
+
+    monkeypatch.setattr(kernels, "warm_up", first_kernels)
+    monkeypatch.setattr(warmup, "warm_up", first_phase)
+    monkeypatch.setattr(warmup, "_contacts", lambda dtypes: contacts.append(dtypes))
+    h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)
+    assert inside.wait(60)
+    assert h.need_contacts()                      # while the first phase loads
+    go.set()
+    assert h.wait(600), h.error
+    assert asked == [()]                          # the first phase: no contact stages
+    assert [c for c in contacts if c] == [("float64",)]   # by the later phase
+    assert backend.ready("contacts")
+
+
 def test_the_status_names_what_is_being_built():
     """While the child compiles: the physics first, then the collisions when they were
     asked for, else the drawing (a level without contacts compiles none)."""
