@@ -201,7 +201,6 @@ class Warmup:
         self.contact_dtypes = tuple(contact_dtypes)
         self.extra = tuple(extra)
         self.use_process = use_process
-        self.fingerprint = ""
         self.warm = False               # the cache was filled for these kernels before
         self.numpy_first = False        # numpy until loaded, even when warm
         # Switched over already: backend.PARTS, and "extras" (their kernels loaded).
@@ -316,13 +315,14 @@ class Warmup:
             self._part_ready("kernels")
         warm_up(dtypes, contact_dtypes, extra,
                 on_extra=lambda: self.ready_parts.add("extras"), tell=False)
-        for part in backend.PARTS if contact_dtypes else ("kernels",):
+        for part in self.parts():
             self._part_ready(part)
 
     def parts(self) -> tuple[str, ...]:
-        """The parts of ``backend.PARTS`` this warm-up makes ready: the contact stages
-        only when asked for them (a level without contacts never compiles them)."""
-        return backend.PARTS if self.contact_dtypes else ("kernels",)
+        """The parts of ``backend.PARTS`` the first phase makes ready: the contact stages
+        only when it was started with them (a level without contacts compiles none
+        until :meth:`need_contacts`)."""
+        return backend.PARTS if self._first[1] else ("kernels",)
 
     def need_contacts(self) -> bool:
         """A world with contacts is on screen: compile (or load) the contact stages
@@ -441,8 +441,7 @@ def start_background(dtypes=FLOAT_TYPES, contact_dtypes=("float64",), extra=(),
         handle.phase = "numpy"
         handle._done.set()
         return handle
-    handle.fingerprint = _fingerprint(handle.dtypes, handle.contact_dtypes, handle.extra)
-    handle.warm = _marker(handle.fingerprint).exists()
+    handle.warm = _marker(_fingerprint(*handle._first)).exists()
     handle.numpy_first = numpy_first
     # A warm cache is used from the first frame, unless the first world is small; the
     # contact stages only if they are part of it (else a first contact step would
