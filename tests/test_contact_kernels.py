@@ -15,6 +15,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sandbox.sim import builders as B
 from sandbox.sim import pipeline
@@ -826,3 +828,16 @@ def test_the_frames_flat_entry_takes_the_records_fields_in_order():
         fields = list(record._fields)
         k = params.index(fields[0])
         assert params[k:k + len(fields)] == fields, record.__name__
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-2**62, 2**62), max_size=40), st.data())
+def test_sort_head_sorts_the_head_as_numpy_does(values, data):
+    """The broad phase's in-place heap sort of ``buf[:m]`` (shape ids; duplicates
+    too) gives ``np.sort``'s values and leaves the tail alone."""
+    from sandbox.sim.collide.jit import _sort_head
+    a = np.array(values + [7, -3], np.int64)
+    m = data.draw(st.integers(0, len(values)))
+    want = np.concatenate([np.sort(a[:m]), a[m:]])
+    _sort_head(a, np.int64(m))
+    np.testing.assert_array_equal(a, want)

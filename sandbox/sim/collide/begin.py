@@ -363,14 +363,19 @@ def begin_into(moves, shapes, grid, rules, bounce, space):  # pragma: no cover
     if C > ref.size:        # more wall contacts than particles (corners): grown
         (ref2, depth2, touched2, stuck2, nrm2, spent2, vhit2, tau2, e,
          mu) = _contact_rows(C)
-        ref2[:m] = ref[:m]                  # the shapes' contacts, swept: kept
-        depth2[:m] = depth[:m]
-        touched2[:m] = touched[:m]
-        stuck2[:m] = stuck[:m]
-        nrm2[:m] = nrm[:m]
-        spent2[:m] = spent[:m]
-        vhit2[:m] = vhit[:m]
-        tau2[:m] = tau[:m]
+        # The shapes' contacts, swept: kept. A loop: a slice assignment of an array
+        # compiles numba's shape-mismatch message (its string formatting), ~4 s of a
+        # first start, for a copy whose sizes always agree.
+        for k in range(m):
+            ref2[k] = ref[k]
+            depth2[k] = depth[k]
+            touched2[k] = touched[k]
+            stuck2[k] = stuck[k]
+            nrm2[k, 0] = nrm[k, 0]
+            nrm2[k, 1] = nrm[k, 1]
+            spent2[k] = spent[k]
+            vhit2[k] = vhit[k]
+            tau2[k] = tau[k]
         ref, depth, touched, stuck, nrm, spent = ref2, depth2, touched2, stuck2, nrm2, spent2
         vhit, tau = vhit2, tau2
         rows = Rows(c_p, c_g, ref, depth, touched, stuck, nrm, spent, vhit, tau, e, mu,

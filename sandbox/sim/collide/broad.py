@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .geometry import HI_X, HI_Y, LO_X, LO_Y, SEGMENT, _distance, _dot
-from .jit import _as, _max, _min, jit, jit_borrow, jit_inline
+from .jit import _as, _max, _min, _sort_head, jit, jit_borrow, jit_inline
 
 #: m: a (particle, segment) pair whose lower bound on the distance (see ``_broad_phase``)
 #: is beyond the start-gap filter by more than this skips the exact distance. Both
@@ -171,7 +171,7 @@ def _grid_candidates(lox, loy, hix, hiy, grid, cell, max_cells, stamp, q,
                 stamp[g] = q
                 buf[m] = g
                 m += 1
-    buf[:m].sort()
+    _sort_head(buf, m)
     return m
 
 

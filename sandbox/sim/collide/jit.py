@@ -112,3 +112,31 @@ def _sign(v):  # pragma: no cover - compiled
     if v < 0:
         return -1.0
     return v            # zero or NaN
+
+
+@jit_borrow
+def _sort_head(a, m):  # pragma: no cover - compiled
+    """``a[:m].sort()`` for integers, in place: a heap sort (at most ~2 m log2 m
+    compares, no array made). ``ndarray.sort`` would compile numba's quicksort and its
+    helpers for this one call, ~2 s of a first start's compile. The values come out in
+    the same order (equal integers are the same bits)."""
+    for top in range(m // 2 - 1, -1, -1):
+        _sift_down(a, top, m)
+    for end in range(m - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, np.int64(0), end)
+
+
+@jit_inline
+def _sift_down(a, root, end):  # pragma: no cover - compiled
+    """The heap ``a[root:end]`` mended below ``root`` (:func:`_sort_head`)."""
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and a[child] < a[child + 1]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
