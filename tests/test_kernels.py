@@ -539,35 +539,37 @@ def test_a_diverging_compiled_frame_leaves_the_state_before_it(monkeypatch):
 
 
 @needs_numba
-def test_the_compiled_frame_opens_no_parallel_region_but_its_sweeps():
+def test_the_compiled_frame_runs_in_parallel_only_its_sweeps():
     """In a ``parallel=True`` kernel numba turns array expressions (``lam[:] = 0``, a
     slice copied into a slice) into parallel regions of their own, each waiting for a
     second thread: with one busy process beside it, the 1,000-link rope's frame took
-    1.2-2.5 ms instead of 0.2 on one thread. The only parallel loop of the frame (and
-    of the links' sweep) is the ``prange`` over a batch's chunks (taken or not by
-    ``min_parallel``)."""
+    1.2-2.5 ms instead of 0.2 on one thread. So the links' frame is not a parallel
+    kernel (its loops run on the calling thread), and the parallel kernels it and the
+    substep path call (``_sweep_planar``, ``_project_batches``) each have one parallel
+    loop: the ``prange`` over a batch's chunks (taken or not by ``min_parallel``)."""
     import numba
 
-    frame = numba.njit(parallel=True, error_model="numpy")(kernels._verlet_frame.py_func)
+    assert not kernels._verlet_frame.targetoptions.get("parallel")
+    assert kernels._sweep_planar.targetoptions.get("parallel")
     f = np.float64
     x = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
     plan = np.array([[kernels.GATHER, 0, 1, 0, 1, 0], [kernels.RUN_PAIRS, 1, 1, 2, 1, 1],
                      [kernels.RUN_STRIDE, 2, 1, 1, 1, 0]], np.int64)
-    perm = np.array([0, 2, 1, 3])
     links = (np.array([0, 2, 1]), np.array([1, 3, 2]), np.full(3, 0.5), np.zeros(3),
              np.zeros(3, np.int8), plan, np.array([0, 2, 3]))
-    frame((x, x.copy(), np.zeros_like(x), np.zeros_like(x), np.ones(4)), links,
-          (f(3600.0), np.zeros(3), True, 1, 1), (np.ones(2), np.ones(2), f(1.0), f(1.0)),
-          (perm, planar.copy_runs(perm, 4), kernels.run_rests(plan, links[2]),
-           np.empty((9, 4))))
+    planar_sweep = numba.njit(parallel=True, error_model="numpy")(
+        kernels._sweep_planar.py_func)
+    planar_sweep(x[:, 0].copy(), x[:, 1].copy(), np.ones(4), kernels.LinkTable(*links),
+                 f(3600.0), np.zeros(3), np.ones(2), kernels.run_rests(plan, links[2]), 1)
     sweep = numba.njit(parallel=True, error_model="numpy")(
         kernels._project_batches.py_func)
     sweep(x, np.ones(4), links, f(3600.0), np.zeros(3), 1)
-    for kernel, name in ((frame, "_sweep_planar"), (sweep, "_sweep")):
+    # _project_batches's one loop is its inlined _sweep's (a variable named from it)
+    for kernel, where in ((planar_sweep, ""), (sweep, "_sweep_")):
         diagnostics = next(iter(kernel.overloads.values())).metadata["parfor_diagnostics"]
         loops = diagnostics.initial_parfors
         assert len(loops) == 1
-        assert f"{name}_" in str(loops[0].loop_nests[0].start)
+        assert where in str(loops[0].loop_nests[0].start)
 
 
 @needs_numba

@@ -496,7 +496,7 @@ def _chunk_planar(X, Y, w, t, inv_h2, lam, uniform, hrest,
         _gather_planar(X, Y, w, t, inv_h2, lam, k0, n)
 
 
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+@njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
 def _sweep_planar(X, Y, w, t, inv_h2, lam, uniform, hrest,
                   min_parallel):  # pragma: no cover - compiled
     """``_sweep`` on planar positions (``_chunk_planar``)."""
@@ -514,7 +514,7 @@ def _sweep_planar(X, Y, w, t, inv_h2, lam, uniform, hrest,
             for c in range(lo, hi):
                 _chunk_planar(X, Y, w, t, inv_h2, lam, uniform, hrest, c)
 
-@njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _verlet_frame(bodies, links, solve, coef, layout):  # pragma: no cover - compiled
     """A whole frame of ``r.size`` substeps of a Verlet-family world whose only
     force is a fixed field ``a`` and whose only corrections are links: what
@@ -531,7 +531,9 @@ def _verlet_frame(bodies, links, solve, coef, layout):  # pragma: no cover - com
 
     Per substep ``s``: the position step (``verlet_positions``; the last substep as
     ``verlet_step`` with ``c1 = 0``, "later"), ``lam`` zeroed if ``zero_lam``,
-    ``iterations`` sweeps; then ``v += (x - x_prev) * c1``
+    ``iterations`` sweeps (``_sweep_planar``, the one parallel kernel: the frame's own
+    loops run on the calling thread, and compile without numba's parallel passes); then
+    ``v += (x - x_prev) * c1``
     (``add_scaled_difference``). The same stages in the same order as
     ``pipeline.substep`` (integrate, solve, fold), so the same bits (tested).
     ``planar (9, n)`` is scratch: the frame runs on planar copies of ``x``,

@@ -93,10 +93,12 @@ def _values_in(w, W, runs):  # pragma: no cover - compiled
                 Wa[u] = s[2 * u]
                 Wb[u] = s[2 * u + 1]
         else:
-            # A loop, not ``W[qa:qa + m] = w[k0:k0 + m]``: inside ``_verlet_frame``
-            # (``parallel=True``) numba makes an array expression a parallel region,
-            # which waits for a second thread: on a machine with a busy process the
-            # 1,000-link rope's frame took 1.2-2.5 ms instead of 0.2.
+            # A loop, not ``W[qa:qa + m] = w[k0:k0 + m]``: an array assigned to a slice
+            # compiles numba's shape-mismatch message (its string formatting, seconds
+            # of a first start) for sizes that always agree; and in a ``parallel=True``
+            # kernel it would be a parallel region of its own, waiting for a second
+            # thread (the 1,000-link rope's frame: 1.2-2.5 ms instead of 0.2 with a
+            # busy process beside it, when the frame was one).
             Wa = W[qa:qa + m]
             s = w[k0:k0 + m]
             for u in range(m):
