@@ -560,16 +560,16 @@ def test_the_compiled_frame_runs_in_parallel_only_its_sweeps():
     planar_sweep = numba.njit(parallel=True, error_model="numpy")(
         kernels._sweep_planar.py_func)
     planar_sweep(x[:, 0].copy(), x[:, 1].copy(), np.ones(4), kernels.LinkTable(*links),
-                 f(3600.0), np.zeros(3), np.ones(2), kernels.run_rests(plan, links[2]), 1)
+                 f(3600.0), np.zeros(3), np.ones(3), kernels.run_rests(plan, links[2]), 1)
     sweep = numba.njit(parallel=True, error_model="numpy")(
         kernels._project_batches.py_func)
     sweep(x, np.ones(4), links, f(3600.0), np.zeros(3), 1)
-    # _project_batches's one loop is its inlined _sweep's (a variable named from it)
-    for kernel, where in ((planar_sweep, ""), (sweep, "_sweep_")):
+    for kernel in (planar_sweep, sweep):
         diagnostics = next(iter(kernel.overloads.values())).metadata["parfor_diagnostics"]
         loops = diagnostics.initial_parfors
         assert len(loops) == 1
-        assert where in str(loops[0].loop_nests[0].start)
+    # _project_batches's one loop is its inlined _sweep's (a variable named from it)
+    assert "_sweep_" in str(loops[0].loop_nests[0].start)
 
 
 @needs_numba

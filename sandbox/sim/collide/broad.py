@@ -160,7 +160,7 @@ def _grid_candidates(lox, loy, hix, hiy, grid, cell, max_cells, stamp, q,
     cells = sx * sy
     if cells > max_cells:
         return -1
-    m = 0
+    m = np.int64(0)             # a number, not a constant (collide/jit.py): one compile
     for k in range(cells):
         key = (c0x + k // sy - origin[0]) * dims[1] + (c0y + k % sy - origin[1])
         a = np.searchsorted(keys, key, side="left")
