@@ -56,7 +56,7 @@ def copy_runs(perm, n):  # pragma: no cover - compiled
     return out[:m].copy()
 
 
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _rows_in(x, X, Y, runs):  # pragma: no cover - compiled
     """``X[slot], Y[slot] = x[k]`` over ``runs`` (``copy_runs``)."""
     xf = x.reshape(-1)
@@ -80,7 +80,7 @@ def _rows_in(x, X, Y, runs):  # pragma: no cover - compiled
                 Ya[u] = s[2 * u + 1]
 
 
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _values_in(w, W, runs):  # pragma: no cover - compiled
     """``W[slot] = w[k]`` over ``runs``."""
     for r in range(runs.shape[0]):
@@ -105,7 +105,7 @@ def _values_in(w, W, runs):  # pragma: no cover - compiled
                 Wa[u] = s[u]
 
 
-@njit(cache=True, fastmath=False, error_model="numpy", inline="always")
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _rows_out(x, X, Y, runs):  # pragma: no cover - compiled
     """``x[k] = X[slot], Y[slot]`` over ``runs`` (the inverse of ``_rows_in``). Not
     one function with a direction: each loop has few streams to store into (here
