@@ -129,6 +129,49 @@ def test_a_switch_asked_for_in_the_middle_of_a_step_waits_for_the_next(restore_b
     assert _same(a, b)
 
 
+def test_threads_that_settle_at_once_apply_each_switch_once(monkeypatch):
+    """Worlds stepped in several threads settle the warm-up's switches at their steps'
+    starts, possibly at once: every switch asked for is applied exactly once, and no
+    thread fails on a queue another one emptied between its look and its take."""
+    import sys
+    import threading
+
+    applied, errors = [], []
+    backend._pending.clear()                        # nothing asked for before
+    monkeypatch.setattr(backend, "set_ready", lambda ready, part=None: applied.append(part))
+    monkeypatch.setattr(backend, "hold", lambda dtype, held=True: applied.append(dtype))
+    asked = 3000
+    go = threading.Barrier(5)
+
+    def feed():
+        go.wait()
+        for k in range(asked):
+            backend.ready_between_steps(f"part{k}")
+
+    def step():
+        go.wait()
+        try:
+            for _ in range(4000):
+                backend.settle()
+        except Exception as e:                      # noqa: BLE001 - what the test counts
+            errors.append(e)
+
+    threads = [threading.Thread(target=feed)] + [threading.Thread(target=step)
+                                                 for _ in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)                     # threads take turns often
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    backend.settle()                                # what the steppers left
+    assert errors == []
+    assert sorted(applied) == sorted(f"part{k}" for k in range(asked))
+
+
 @needs_numba
 def test_background_warm_up_switches_to_the_compiled_kernels(restore_backend):
     h = warmup.start_background(dtypes=("float64",), contact_dtypes=(), use_process=False)

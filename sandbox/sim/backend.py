@@ -53,6 +53,7 @@ import stat
 import sys
 import tempfile
 import threading
+from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
@@ -203,8 +204,9 @@ def set_ready(ready: bool, part: str | None = None) -> None:
 #: Switches asked for by the warm-up's loading thread, applied between two steps
 #: (:func:`settle`): a switch in the middle of a step ran its first iterations on the
 #: numpy references and the rest compiled, whose multipliers are kept in another order,
-#: so the step's numbers were neither path's (and a replay of it differed).
-_pending: list[tuple[str, object]] = []
+#: so the step's numbers were neither path's (and a replay of it differed). A deque:
+#: threads that step worlds of their own may settle at once, each taking what is left.
+_pending: deque[tuple[str, object]] = deque()
 
 
 def ready_between_steps(part: str) -> None:
@@ -224,8 +226,11 @@ def settle() -> None:
     others' in the middle of theirs)."""
     if not _pending or getattr(_local, "loading", False):
         return
-    while _pending:
-        kind, what = _pending.pop(0)
+    while True:
+        try:
+            kind, what = _pending.popleft()
+        except IndexError:          # empty, or emptied by another thread meanwhile
+            return
         if kind == "part":
             set_ready(True, str(what))
         else:
