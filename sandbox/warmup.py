@@ -15,8 +15,9 @@ compiled kernels between two calls (``backend.set_ready``). How:
    sources changed), a child process (``python -m sandbox.warmup``, at a lower
    priority) compiles them and fills the disk cache: about two minutes of CPU for
    everything on a 2-core machine (the contact stages ~75 s of it), on the other
-   core, with this process's interpreter lock untouched. It does the
-   constraint and Verlet kernels first (~20 s) and says so; the contact stages follow.
+   core, with this process's interpreter lock untouched. It does the core's other
+   kernels first (constraints, Verlet, the view's strain, the Lagrange solvers: ~25 s,
+   the part "kernels" that they all follow) and says so; the contact stages follow.
    The window asks for its first level's float type only: the worlds of another one
    run numpy (``backend.hold``) until :meth:`Warmup.need_dtype` has compiled theirs
    behind the frames (the 200x200 cloth is float32; most levels are float64).
@@ -35,7 +36,7 @@ kernel sources, numba's version and the float types), the worlds use the compile
 kernels from the first frame (a kernel's first call loads it in ~0.1 s) and the thread
 loads the others after ``WARM_DELAY_S``, so that a level switch does not wait.
 
-The kernel modules warm themselves on bare arrays (``kernels.warm_up``); the contact
+The kernel modules warm themselves on bare arrays (``kernels.warm_up``, ``_core``); the contact
 pipeline is warmed by running tiny worlds through it, which is why this sits above
 :mod:`world` instead of inside the contact package (``collide``).
 """
@@ -56,7 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from . import levels
-from .sim import backend, kernels
+from .sim import backend, kernels, lagrange, view
 
 ROOT = Path(__file__).resolve().parents[1]       # the folder holding the sandbox package
 #: The float types a world can have (``WorldConfig.dtype``).
@@ -90,7 +91,7 @@ def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
     if tell and not backend.quiet and not marker.exists():
         print(COMPILING, file=sys.stderr, flush=True)
     with backend.loading():
-        kernels.warm_up(dtypes[:1])
+        _core(dtypes[:1])
         if on_kernels is not None:
             on_kernels()
     _extras(extra)
@@ -99,8 +100,21 @@ def warm_up(dtypes=("float64", "float32"), contact_dtypes=None, extra=(),
     with backend.loading():
         _contacts(cd)
         if dtypes[1:]:
-            kernels.warm_up(dtypes[1:])
+            _core(dtypes[1:])
     _mark(marker)
+
+
+def _core(dtypes) -> None:
+    """The core's kernels but the contact stages, for worlds of the float types
+    ``dtypes``: the step's (``kernels.warm_up``), the view's strain and the exact link
+    solvers (Lagrange, RATTLE/SHAKE: float64 worlds only). They are all the part
+    "kernels" of ``backend.PARTS``, used as soon as it is ready: the strain and the
+    solvers were extras compiled after it, and in that gap the window's frame compiled
+    the strain itself (a hitch, and the library's "compiling" notice on the terminal)
+    or, on a switch to Lagrange, the solvers (6 s of frozen frames)."""
+    kernels.warm_up(dtypes)
+    view.warm_up(dtypes)
+    lagrange.warm_up()
 
 
 def _mark(marker: Path) -> None:
@@ -311,7 +325,7 @@ class Warmup:
         dtypes, contact_dtypes, extra = self._first
         if "kernels" not in self.ready_parts:
             with backend.loading():
-                kernels.warm_up(dtypes[:1])           # the level's float type
+                _core(dtypes[:1])                     # the level's float type
             self._part_ready("kernels")
         warm_up(dtypes, contact_dtypes, extra,
                 on_extra=lambda: self.ready_parts.add("extras"), tell=False)
@@ -376,7 +390,7 @@ class Warmup:
 
     def _load_dtype(self, name: str) -> None:
         with backend.loading():
-            kernels.warm_up((name,))
+            _core((name,))
         backend.release_between_steps(name)
 
     def _part_ready(self, part: str) -> None:
@@ -403,7 +417,7 @@ class Warmup:
             # then the extras (the drawing's kernels: the app switches its renderer).
             if line.strip() == b"kernels ready" and not self._closed:
                 with backend.loading():
-                    kernels.warm_up(dtypes[:1])
+                    _core(dtypes[:1])
                 self._part_ready("kernels")
             elif line.strip() == b"extras ready" and not self._closed:
                 _extras(extra)

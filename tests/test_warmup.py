@@ -389,19 +389,51 @@ def test_a_foreground_warm_up_on_an_empty_cache_says_so_once(tmp_path, monkeypat
 
 @needs_numba
 def test_the_drawing_kernels_come_before_the_contact_stages(monkeypatch):
-    """The contact stages are most of a first compile: the constraint kernels, then
+    """The contact stages are most of a first compile: the core's other kernels, then
     the extras (the renderer's), then they; the child says when each part is in, so
-    a cloth is simulated and drawn compiled while the contacts still compile."""
+    a cloth is simulated and drawn compiled while the contacts still compile. Every
+    kernel that follows the part "kernels" is in before it is said to be: the view's
+    strain and the Lagrange solvers were extras, compiled after it, and the window's
+    frame compiled the strain itself meanwhile (and a switch to Lagrange, its solvers)."""
     calls = []
     monkeypatch.setattr(warmup.kernels, "warm_up", lambda d: calls.append(("kernels", d)))
+    monkeypatch.setattr(warmup.view, "warm_up", lambda d: calls.append(("strain", d)))
+    monkeypatch.setattr(warmup.lagrange, "warm_up", lambda: calls.append("lagrange"))
     monkeypatch.setattr(warmup, "_extras", lambda e: calls.append(("extras", e)))
     monkeypatch.setattr(warmup, "_contacts", lambda d: calls.append(("contacts", d)))
     warmup.warm_up(("float64", "float32"), ("float64",), extra=("m:f",),
                    on_kernels=lambda: calls.append("said kernels"),
                    on_extra=lambda: calls.append("said extras"))
     # The level's float type first; the other one last, for a level switch.
-    assert calls == [("kernels", ("float64",)), "said kernels", ("extras", ("m:f",)),
-                     "said extras", ("contacts", ("float64",)), ("kernels", ("float32",))]
+    assert calls == [("kernels", ("float64",)), ("strain", ("float64",)), "lagrange",
+                     "said kernels", ("extras", ("m:f",)), "said extras",
+                     ("contacts", ("float64",)), ("kernels", ("float32",)),
+                     ("strain", ("float32",)), "lagrange"]
+
+
+@needs_numba
+def test_the_strain_follows_the_kernels_part_and_its_float_type(restore_backend,
+                                                                 monkeypatch):
+    """The view's strain runs compiled exactly when its warm-up phase is in: the part
+    "kernels" ready and the world's float type not held (a float32 world while only
+    the float64 kernels are compiled); else numpy, never a compile inside a frame."""
+    from sandbox.sim import view
+
+    calls = []
+    monkeypatch.setattr(view, "_strain_kernel", lambda x, *a: calls.append(x.dtype.name))
+    m = 300                                         # above the compiled kernel's 256
+    x = np.stack([np.arange(m + 1.0), np.zeros(m + 1)], 1)
+    i = np.arange(m)
+    args = (i, i + 1, np.ones(m), np.zeros(m, np.int8))
+    backend.set_ready(False, "kernels")
+    s = view.link_strain(x, *args)
+    assert calls == [] and np.array_equal(s, np.zeros(m))      # numpy: every link rest
+    backend.set_ready(True, "kernels")
+    backend.hold("float32")
+    view.link_strain(x.astype(np.float32), *args)
+    assert calls == []
+    view.link_strain(x, *args)
+    assert calls == ["float64"]
 
 
 @needs_numba

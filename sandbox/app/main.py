@@ -1301,9 +1301,9 @@ def is_small(world) -> bool:
     return (world.n + len(world.constraints)) * world.config.substeps <= SMALL_WORLD
 
 
-#: The warm-up's other kernels: the drawing's, the view's strain, the Lagrange solver.
-KERNEL_EXTRAS = ("sandbox.app.raster:warm_up", "sandbox.sim.view:warm_up",
-                 "sandbox.sim.lagrange:warm_up")
+#: The warm-up's other kernels: the drawing's (the core's own, the view's strain and the
+#: Lagrange solvers among them, are the warm-up's part "kernels").
+KERNEL_EXTRAS = ("sandbox.app.raster:warm_up",)
 
 
 def kernel_dtypes(dtype: str = "float64") -> tuple[str, ...]:

@@ -536,12 +536,10 @@ class RigidLinks:
 
 def warm_up() -> None:
     """Compile (or load from numba's disk cache) this module's kernels on a double
-    pendulum of bare arrays, for the app's background warm-up::
-
-        warmup.start_background(..., extra=("sandbox.sim.lagrange:warm_up",))
-
-    Without it the first switch to "lagrange" or "rattle" on a cold cache compiles in
-    the frame (about 10 s here); with a warm cache a first call loads in ~0.1 s."""
+    pendulum of bare arrays: the warm-up's part "kernels" (``warmup._core``), which the
+    solvers' "auto" follows. Without it the first switch to "lagrange" or "rattle" on a
+    cold cache compiles in the frame (about 6 s here); with a warm cache a first call
+    loads in ~0.1 s."""
     if not backend.runnable():
         return
     with backend.loading():

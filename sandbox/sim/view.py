@@ -105,24 +105,26 @@ def _strain_kernel(x, i, j, rest, kind, out):  # pragma: no cover - compiled
         out[k] = 0.0 if (kind[k] == ROPE and s < 0) else s
 
 
-def warm_up() -> None:
+def warm_up(dtypes=("float64", "float32")) -> None:
     """Compile (or load from the cache) the strain kernel on a tiny problem, with the
-    argument types :meth:`WorldView.strain` passes (a view's read-only arrays)."""
+    argument types :meth:`WorldView.strain` passes (a view's read-only arrays), for
+    worlds of the float types ``dtypes`` (the warm-up's part "kernels")."""
     if not _backend.runnable():
         return
-    x = np.zeros((2, 2))
     i, j = _ro(np.zeros(1, np.int64)), _ro(np.ones(1, np.int64))
     rest, kind = _ro(np.ones(1)), _ro(np.zeros(1, np.int8))
-    _strain_kernel(_ro(x), i, j, rest, kind, np.empty(1))
-    _strain_kernel(_ro(x.astype(np.float32)), i, j, rest, kind, np.empty(1))
+    for dtype in dtypes:
+        _strain_kernel(_ro(np.zeros((2, 2), dtype)), i, j, rest, kind, np.empty(1))
 
 
 def link_strain(x, i, j, rest, kind, backend: str = "auto") -> np.ndarray:
     """:func:`link_strain_numpy`, compiled as ``backend`` (one of ``backend.BACKENDS``)
     says for 256 links and more (one pass over the links: 0.2 ms for the 200x200 cloth's
-    158,802, against 20 ms for numpy's gathers). "auto" follows the warm-up: the numpy
-    reference keeps the first frames from waiting for the compiler."""
-    if not _backend.compiled(backend) or len(i) < 256:
+    158,802, against 20 ms for numpy's gathers). "auto" follows the warm-up (the part
+    "kernels" for ``x``'s float type): the numpy reference keeps the first frames from
+    waiting for the compiler."""
+    x = np.asarray(x)
+    if not _backend.compiled(backend, "kernels", x.dtype) or len(i) < 256:
         return link_strain_numpy(x, i, j, rest, kind)
     out = np.empty(len(i))
     _strain_kernel(np.ascontiguousarray(x), np.asarray(i, np.int64),
