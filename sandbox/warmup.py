@@ -154,10 +154,13 @@ def _contacts(dtypes) -> None:
                 w.step(1 / 60)
             # A hand on a particle: the substep path's stages (begin.begin, project,
             # finish); not loaded here, the first grab in the window loaded them
-            # (0.13 s idle, 0.34 s seen with the window's own load).
+            # (0.13 s idle, 0.34 s seen with the window's own load). Pulled far enough
+            # that its Verlet list goes stale: the substep path rebuilds it from Python
+            # (broad.pair_list), which the first long drag loaded otherwise.
             w.grab(0)
-            w.drag_to(w.particles.x[0] + 0.1)
-            w.step(1 / 60)
+            w.drag_to(w.particles.x[0] + 0.5)
+            for _ in range(3):
+                w.step(1 / 60)
             w.release()
 
 
@@ -338,17 +341,19 @@ class Warmup:
         until :meth:`need_contacts`)."""
         return backend.PARTS if self._first[1] else ("kernels",)
 
-    def need_contacts(self) -> bool:
-        """A world with contacts is on screen: compile (or load) the contact stages
-        behind the frames too, if this warm-up left them out; meanwhile contacts run on
-        numpy (``backend.usable("contacts")`` stays False: a first contact step never
-        waits for the compiler). Returns True if that starts now (the HUD then shows
-        :meth:`status` again until :attr:`done`)."""
-        if self.contact_dtypes or not backend.INSTALLED:
+    def need_contacts(self, dtype="float64") -> bool:
+        """A world with contacts of the float type ``dtype`` is on screen: compile (or
+        load) the contact stages for that type behind the frames too, if this warm-up
+        left them out; meanwhile its contacts run on numpy (``backend.usable("contacts",
+        dtype)`` stays False: a first contact step never waits for the compiler).
+        Returns True if that starts now (the HUD then shows :meth:`status` again until
+        :attr:`done`)."""
+        name = np.dtype(dtype).name
+        if name in self.contact_dtypes or not backend.INSTALLED:
             return False
-        self.contact_dtypes = ("float64",)      # every shipped level with contacts
-        self._then("collisions", (self.dtypes[:1], self.contact_dtypes, ()),
-                   self._load_contacts)
+        self.contact_dtypes += (name,)
+        self._then("collisions", (self.dtypes[:1], (name,), ()),
+                   lambda: self._load_contacts(name))
         return True
 
     def need_dtype(self, dtype) -> bool:
@@ -383,15 +388,16 @@ class Warmup:
         self._later = threading.Thread(target=run, name=f"warm-up: {what}", daemon=True)
         self._later.start()
 
-    def _load_contacts(self) -> None:
+    def _load_contacts(self, name: str) -> None:
         with backend.loading():
-            _contacts(self.contact_dtypes)
+            _contacts((name,))
         self._part_ready("contacts")
+        backend.release_between_steps(name, "contacts")
 
     def _load_dtype(self, name: str) -> None:
         with backend.loading():
             _core((name,))
-        backend.release_between_steps(name)
+        backend.release_between_steps(name, "kernels")
 
     def _part_ready(self, part: str) -> None:
         backend.ready_between_steps(part)         # never in the middle of a step
@@ -440,8 +446,10 @@ def start_background(dtypes=FLOAT_TYPES, contact_dtypes=("float64",), extra=(),
     knows its worlds' type lists that one (the window: its first level's): the worlds of
     any other float type run numpy, ``backend.hold``, until :meth:`Warmup.need_dtype`
     has compiled theirs, so no kernel is compiled for a type no world uses;
-    ``contact_dtypes``: of the contact stages (the
-    levels with contacts run float64; ``()``: none until :meth:`Warmup.need_contacts`);
+    ``contact_dtypes``: of the contact stages (the shipped levels with contacts run
+    float64; ``()``: none until :meth:`Warmup.need_contacts`), held apart: a float type
+    whose constraint kernels are compiled runs its contacts on numpy until its contact
+    stages are too;
     ``extra``:
     ``"module:function"`` warm-ups of other kernels to compile
     in the same child and load in the same thread (e.g. ``"sandbox.app.raster:warm_up"``).
@@ -464,7 +472,8 @@ def start_background(dtypes=FLOAT_TYPES, contact_dtypes=("float64",), extra=(),
     for part in handle.parts():
         backend.set_ready(handle.warm and not numpy_first, part)
     for other in FLOAT_TYPES:
-        backend.hold(other, other not in handle.dtypes)
+        backend.hold(other, other not in handle.dtypes, "kernels")
+        backend.hold(other, other not in handle.contact_dtypes, "contacts")
     handle._thread.start()
     return handle
 

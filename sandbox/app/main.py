@@ -388,9 +388,10 @@ class App:
         w = self.warm
         if w is None:
             return
-        if not w.contact_dtypes and self.world.has_contacts and w.need_contacts():
+        dtype = self.world.particles.x.dtype
+        if self.world.has_contacts and w.need_contacts(dtype):
             self.kernels = w
-        if w.need_dtype(self.world.particles.x.dtype):
+        if w.need_dtype(dtype):
             self.kernels = w
 
     def frame(self, dt: float) -> None:
@@ -1278,17 +1279,18 @@ class App:
 
 def start_kernels(dtype: str = "float64", small: bool = False, contacts: bool = True):
     """Make the compiled kernels ready behind the first frames (``sandbox/warmup.py``):
-    the level's float type first, then the other; contacts in float64 (every shipped
-    level with contacts is float64) if the first world has any (``contacts``; else when
-    one first appears: ``App._need_kernels``; 9 of the 15 shipped levels need none, and
-    they are most of the compiling); the drawing and strain kernels in the same child.
+    the level's float type (another one's when a world of it appears); the contact
+    stages in the level's float type if the first world has any (``contacts``; else
+    when one first appears, in its float type: ``App._need_kernels``; 9 of the 15
+    shipped levels need none, and they are most of the compiling); the drawing's
+    kernels in the same child.
     Until they are ready every world runs its numpy reference (the same numbers) and the
     HUD says so, so the first frame never waits for the compiler. ``small``: the first
     world's numpy frames are cheap, so even a warm cache is loaded behind the first
     frames instead of on the first call (``warmup.start_background``'s
     ``numpy_first``)."""
     return warmup.start_background(dtypes=kernel_dtypes(dtype),
-                                   contact_dtypes=("float64",) if contacts else (),
+                                   contact_dtypes=(dtype,) if contacts else (),
                                    extra=KERNEL_EXTRAS, numpy_first=small)
 
 

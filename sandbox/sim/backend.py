@@ -158,33 +158,38 @@ def drop_stale_kernels() -> int:
 
 PARTS = ("kernels", "contacts")         # the constraint/Verlet kernels, the contact stages
 _ready: set[str] = set(PARTS) if INSTALLED else set()
-_held: set[np.dtype] = set()            # float types not compiled yet (hold)
+_held: set[tuple[str, np.dtype]] = set()    # (part, float type) not compiled yet (hold)
 _local = threading.local()
 
 
 def usable(part: str = "kernels", dtype=None) -> bool:
     """True when the calling thread may use the compiled kernels of ``part`` (the first
     yes imports numba: :func:`compile_all`), for arrays of the float type ``dtype``
-    (None: any; a held one: no, unless this thread is loading them)."""
+    (None: any; one held for ``part``: no, unless this thread is loading them)."""
     if getattr(_local, "loading", False):
         return _numba is not None or compile_all()
-    if part in _ready and not (_held and dtype is not None and dtype in _held):
+    if part in _ready and not (_held and dtype is not None and (part, dtype) in _held):
         return _numba is not None or compile_all()
     return False
 
 
-def hold(dtype, held: bool = True) -> None:
-    """Keep "auto" off the compiled kernels for arrays of the float type ``dtype``
-    (True) until they are compiled and loaded, or let it use them again (False)."""
+def hold(dtype, held: bool = True, part: str | None = None) -> None:
+    """Keep "auto" off the compiled kernels of ``part`` (None: every part) for arrays of
+    the float type ``dtype`` (True) until they are compiled and loaded, or let it use
+    them again (False). Per part: a float type whose constraint kernels are in may
+    still lack its contact stages (a float32 world with shapes), which would otherwise
+    compile inside a frame."""
+    keys = {(p, np.dtype(dtype)) for p in (PARTS if part is None else (part,))}
     if held:
-        _held.add(np.dtype(dtype))
+        _held.update(keys)
     else:
-        _held.discard(np.dtype(dtype))
+        _held.difference_update(keys)
 
 
-def held() -> tuple[str, ...]:
-    """The float types :func:`hold` keeps on numpy now, by name."""
-    return tuple(sorted(d.name for d in _held))
+def held(part: str | None = None) -> tuple[str, ...]:
+    """The float types :func:`hold` keeps on numpy now for ``part`` (None: for some
+    part), by name."""
+    return tuple(sorted({d.name for p, d in _held if part is None or p == part}))
 
 
 def set_ready(ready: bool, part: str | None = None) -> None:
@@ -206,17 +211,17 @@ def set_ready(ready: bool, part: str | None = None) -> None:
 #: numpy references and the rest compiled, whose multipliers are kept in another order,
 #: so the step's numbers were neither path's (and a replay of it differed). A deque:
 #: threads that step worlds of their own may settle at once, each taking what is left.
-_pending: deque[tuple[str, object]] = deque()
+_pending: deque[tuple[str | None, np.dtype | None]] = deque()
 
 
 def ready_between_steps(part: str) -> None:
     """``set_ready(True, part)`` from another thread: at the next :func:`settle`."""
-    _pending.append(("part", part))
+    _pending.append((part, None))
 
 
-def release_between_steps(dtype) -> None:
-    """``hold(dtype, False)`` from another thread: at the next :func:`settle`."""
-    _pending.append(("dtype", np.dtype(dtype)))
+def release_between_steps(dtype, part: str | None = None) -> None:
+    """``hold(dtype, False, part)`` from another thread: at the next :func:`settle`."""
+    _pending.append((part, np.dtype(dtype)))
 
 
 def settle() -> None:
@@ -228,13 +233,13 @@ def settle() -> None:
         return
     while True:
         try:
-            kind, what = _pending.popleft()
+            part, dtype = _pending.popleft()
         except IndexError:          # empty, or emptied by another thread meanwhile
             return
-        if kind == "part":
-            set_ready(True, str(what))
+        if dtype is None:                   # a part: ready_between_steps
+            set_ready(True, part)
         else:
-            hold(what, False)
+            hold(dtype, False, part)
 
 
 def ready(part: str | None = None) -> bool:

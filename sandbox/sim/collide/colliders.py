@@ -362,6 +362,10 @@ class Colliders:
             acc = np.ascontiguousarray(np.broadcast_to(p.a, x1.shape), dtype=x1.dtype)
             v0 = np.ascontiguousarray(v0, dtype=x1.dtype)
             v_th = 2.0 * math.hypot(*config.gravity) * h
+        # Read-only either way, as the gravity field's view is: one type, one compiled
+        # ``begin`` (a writable one made another, compiled inside a frame: the cradle
+        # on explicit Euler with Lagrange links, whose step passes no bounce).
+        acc.flags.writeable = False
         (cp, cg, ce, cmu, ref, touched, nrm, depth, spent, stuck, vhit, tau, skin,
          touch) = begin_stage.begin(Moves(x0, x1, w, r, dx), t.shapes, t.grid, rule,
                                     Bounce(v0, acc, float(h), v_th))
