@@ -676,10 +676,13 @@ def test_a_stand_in_runs_as_python_when_numba_cannot_be_used(monkeypatch):
 #: Run in a fresh process (its dispatchers know only what it loads): the warm-up's
 #: phases (float64 kernels and contacts, float32 kernels; float32 contacts held, as
 #: in the window after the 200x200 cloth), then every shipped level in both float
-#: types under every integrator and link method, with a hand and the view's strain;
-#: prints every kernel that took a type signature the phases had not given it (each
-#: one loaded, or compiled, inside a frame on a first start).
+#: types under every integrator and link method (copies, as the window's worlds are),
+#: with a hand, the view's strain and a ghost; prints every kernel that took a type
+#: signature the phases had not given it (each one loaded, or compiled, inside a
+#: frame on a first start).
 _PHASES_COVER = """
+import copy
+
 import numpy as np
 from sandbox import levels, warmup
 from sandbox.sim import backend, lagrange
@@ -702,7 +705,7 @@ for name in levels.level_names():
             level = levels.with_world(first, dtype=dtype, constraint_method="xpbd")
         for integrator in INTEGRATORS:
             for method in lagrange.CONSTRAINT_METHODS:
-                w = levels.build_world(level)
+                w = copy.deepcopy(levels.build_world(level))    # as the window's
                 try:
                     w.set_integrator(integrator)
                     w.set_constraint_method(method)
@@ -717,6 +720,9 @@ for name in levels.level_names():
                 w.drag_to(w.particles.x[k] + 0.05)
                 w.step(1 / 60)
                 w.release()
+                ghost = copy.deepcopy(w)                # G: another integrator
+                ghost.set_integrator("rk4" if integrator != "rk4" else "euler")
+                ghost.step(1 / 60)
 print("worlds", worlds)
 for k in backend._kernels:
     for sig in set(k.dispatcher.signatures) - before[id(k)]:
