@@ -323,11 +323,12 @@ class App:
         """After a frame whose steps took ``seconds``: drop the energy split for the
         rest of the level once it has cost the frame rate ``LEDGER_PATIENCE`` frames in
         a row (``LEDGER_BUDGET_S``), saying so. Frames on the numpy references (the
-        kernels still loading) or with a hand (the substep path either way) do not
-        count."""
+        kernels still loading, for this world's parts and float type: a float64 level
+        opened after the float32 cloth waits for its own) or with a hand (the substep
+        path either way) do not count."""
         w = self.world
         if (w.ledger is None or not stepped or w.mouse is not None
-                or not backend.ready() or seconds <= self.LEDGER_BUDGET_S):
+                or not self._compiled_now() or seconds <= self.LEDGER_BUDGET_S):
             self._slow_frames = 0
             return
         self._slow_frames += 1
@@ -337,6 +338,14 @@ class App:
             w.track_energy(False)
             self.message(f"energy split off for this level: its steps took "
                          f"{self._ledger_cost:.0f} ms a frame with it")
+
+    def _compiled_now(self) -> bool:
+        """Whether the world steps on the compiled kernels now: the parts it uses are
+        ready and its float type is held back for none of them."""
+        w = self.world
+        parts = backend.PARTS if w.has_contacts else ("kernels",)
+        name = w.particles.x.dtype.name
+        return all(backend.ready(p) and name not in backend.held(p) for p in parts)
 
     def reset(self) -> None:
         self.input.grabbed = None
