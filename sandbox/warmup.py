@@ -25,7 +25,9 @@ compiled kernels between two calls (``backend.set_ready``). How:
    compiling: the app leaves them out for such a first level (``contact_dtypes=()``;
    contacts then stay on the numpy references, never compiled inside a frame) and
    :meth:`Warmup.need_contacts` adds them behind the frames when a world with contacts
-   first appears (a level switch, build mode's first shape).
+   first appears (a level switch, build mode's first shape), in its float type: the
+   contact stages are compiled per float type too, and a type held for them runs its
+   contacts on numpy meanwhile (``backend.hold`` is per part).
 2. A thread of this process loads each part from the cache as soon as it is there
    (well under a second, during which frames run slower but do not stop) and switches
    every world over at its next step, never in the middle of one (``backend.settle``):
@@ -36,9 +38,9 @@ kernel sources, numba's version and the float types), the worlds use the compile
 kernels from the first frame (a kernel's first call loads it in ~0.1 s) and the thread
 loads the others after ``WARM_DELAY_S``, so that a level switch does not wait.
 
-The kernel modules warm themselves on bare arrays (``kernels.warm_up``, ``_core``); the contact
-pipeline is warmed by running tiny worlds through it, which is why this sits above
-:mod:`world` instead of inside the contact package (``collide``).
+The kernel modules warm themselves on bare arrays (``_core``: ``kernels.warm_up`` and
+the like); the contact pipeline is warmed by running tiny worlds through it, which is why
+this sits above :mod:`world` instead of inside the contact package (``collide``).
 """
 
 from __future__ import annotations
