@@ -245,6 +245,27 @@ def test_scheduler_flag_runs_a_sweep_on_separate_processes_like_serial(loopback_
     assert not (tmp_path / "cluster" / ".sweeps").exists()
 
 
+def test_a_remote_scheduler_keeps_dasks_info_lines_quiet(loopback):
+    """Connected to a scheduler of its own, the runner silences Dask's log below ERROR,
+    as a local cluster's ``silence_logs`` does: a scheduler killed while the client sent
+    printed distributed.batched's INFO "Batched Comm Closed" with a traceback (CI, the
+    killed-scheduler fault test, once in many runs)."""
+    import logging
+
+    loopback.add_workers(1)
+    batched = logging.getLogger("distributed.batched")
+    level = logging.getLogger("distributed").level
+    try:
+        logging.getLogger("distributed").setLevel(logging.INFO)
+        assert batched.isEnabledFor(logging.INFO)
+        with Runner(scheduler=loopback.address, log=lambda s: None) as runner:
+            runner.client()
+            assert not batched.isEnabledFor(logging.INFO)
+            assert batched.isEnabledFor(logging.ERROR)
+    finally:
+        logging.getLogger("distributed").setLevel(level)
+
+
 def test_a_worker_that_joins_after_the_code_check_gets_the_package_too(loopback):
     """The race CI met: ``dask worker --nworkers 2`` had one process connected when the
     runner sent the package, and the other ran every task it got without ``sandbox``."""

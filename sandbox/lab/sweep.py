@@ -426,6 +426,11 @@ class Runner:
             return Client(self._cluster)
         target = self.scheduler
         _reachable(target)
+        # As LocalCluster(silence_logs=ERROR) does for a local cluster: Dask's INFO lines
+        # are not for the user, and one of them carries a traceback when the scheduler
+        # goes away while the client sends ("Batched Comm Closed", CI saw it once);
+        # a lost scheduler is said in one line (ClusterLost).
+        logging.getLogger("distributed").setLevel(logging.ERROR)
         try:
             if os.path.isfile(target):
                 client = Client(scheduler_file=target, timeout="20s")
