@@ -954,34 +954,37 @@ def test_the_energy_split_is_dropped_when_it_costs_the_frame_rate(tmp_path, monk
     after the float32 cloth, on the cradle the split went off for good on its numpy
     frames) or with a hand never count."""
     from sandbox.app import main as app_main
+    from sandbox.sim import backend
 
+    if not backend.INSTALLED:
+        pytest.skip("numba is not installed: every frame runs numpy")
     monkeypatch.setattr(app_main.App, "LEDGER_BUDGET_S", 0.0)
-    ready = [False]
-    monkeypatch.setattr(app_main.backend, "ready", lambda part=None: ready[0])
     a = ev.window_app("rope", tmp_path, (1280, 800))
     patience = a.LEDGER_PATIENCE
-    for _ in range(2 * patience):               # kernels still loading: never counted
-        a.frame(1 / 60)
-    assert a.world.ledger is not None
-    ready[0] = True
-    app_main.backend.hold("float64", part="kernels")    # its own float type: not yet
     try:
+        backend.set_ready(False)
+        for _ in range(2 * patience):           # kernels still loading: never counted
+            a.frame(1 / 60)
+        assert a.world.ledger is not None
+        backend.set_ready(True)
+        backend.hold("float64", part="kernels")     # its own float type: not yet
         for _ in range(2 * patience):
             a.frame(1 / 60)
+        assert a.world.ledger is not None
+        backend.hold("float64", False)
+        k = int(np.argmax(a.world.particles.inv_mass))
+        a.world.grab(k)
+        for _ in range(2 * patience):           # a hand: the substep path anyway
+            a.frame(1 / 60)
+        assert a.world.ledger is not None
+        a.world.release()
+        for _ in range(patience - 1):
+            a.frame(1 / 60)
+        assert a.world.ledger is not None
+        a.frame(1 / 60)
+        assert a.world.ledger is None
     finally:
-        app_main.backend.hold("float64", False)
-    assert a.world.ledger is not None
-    k = int(np.argmax(a.world.particles.inv_mass))
-    a.world.grab(k)
-    for _ in range(2 * patience):               # a hand: the substep path anyway
-        a.frame(1 / 60)
-    assert a.world.ledger is not None
-    a.world.release()
-    for _ in range(patience - 1):
-        a.frame(1 / 60)
-    assert a.world.ledger is not None
-    a.frame(1 / 60)
-    assert a.world.ledger is None
+        backend.set_ready(True)
     line = a._energy_line()
     assert "split off" in line[0] and "ms of steps a frame" in line[0]
     assert any("energy split off" in m[0] for m in a.messages)
@@ -990,6 +993,39 @@ def test_the_energy_split_is_dropped_when_it_costs_the_frame_rate(tmp_path, monk
     assert a.world.ledger is None
     a.set_level("rope")
     assert a.world.ledger is not None and "integrator" in a._energy_line()
+
+
+def test_all_integrators_slow_down_only_for_frames_on_the_compiled_kernels(tmp_path,
+                                                                            monkeypatch):
+    """A (every integrator side by side) goes to slow motion after
+    ``ENSEMBLE_PATIENCE`` frames in a row over its budget (here every frame: a budget
+    of 0), but only frames on the compiled kernels count, for the world's own parts and
+    float type (``Session.compiled_now``, the energy split's test too): its numpy
+    frames while a float64 level's kernels still compiled after the float32 cloth
+    slowed it for nothing."""
+    from sandbox.app import session as S
+    from sandbox.sim import backend
+
+    if not backend.INSTALLED:
+        pytest.skip("numba is not installed: every frame runs numpy")
+    monkeypatch.setattr(S, "ENSEMBLE_BUDGET_S", 0.0)
+    a = ev.window_app("pendulums", tmp_path, (1280, 800))
+    a.do("toggle_ensemble")
+    assert a.session.ensemble is not None
+    speed = a.session.speed
+    try:
+        backend.set_ready(True)
+        backend.hold("float64", part="kernels")     # its own float type: not yet
+        for _ in range(2 * S.ENSEMBLE_PATIENCE):
+            a.frame(1 / 60)
+        assert a.session.speed == speed and a.session.ensemble is not None
+        backend.hold("float64", False)
+        for _ in range(S.ENSEMBLE_PATIENCE):
+            a.frame(1 / 60)
+    finally:
+        backend.set_ready(True)
+    assert a.session.speed == speed / 2
+    assert any("slow motion" in m[0] for m in a.messages)
 
 
 def test_small_first_worlds_start_on_numpy_and_big_ones_compiled():

@@ -328,7 +328,7 @@ class App:
         path either way) do not count."""
         w = self.world
         if (w.ledger is None or not stepped or w.mouse is not None
-                or not self._compiled_now() or seconds <= self.LEDGER_BUDGET_S):
+                or not self.session.compiled_now() or seconds <= self.LEDGER_BUDGET_S):
             self._slow_frames = 0
             return
         self._slow_frames += 1
@@ -338,14 +338,6 @@ class App:
             w.track_energy(False)
             self.message(f"energy split off for this level: its steps took "
                          f"{self._ledger_cost:.0f} ms a frame with it")
-
-    def _compiled_now(self) -> bool:
-        """Whether the world steps on the compiled kernels now: the parts it uses are
-        ready and its float type is held back for none of them."""
-        w = self.world
-        parts = backend.PARTS if w.has_contacts else ("kernels",)
-        name = w.particles.x.dtype.name
-        return all(backend.ready(p) and name not in backend.held(p) for p in parts)
 
     def reset(self) -> None:
         self.input.grabbed = None

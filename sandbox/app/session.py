@@ -33,6 +33,7 @@ from ..settings import apply as apply_setting
 from ..settings import put as put_setting
 from ..settings import read as read_setting
 from ..settings import value as setting_value
+from ..sim import backend
 from ..sim.integrators import INTEGRATORS, contrast
 from ..sim.timestep import TIMESTEPS, ReplayStep, StepTrace, TimestepPolicy, make_policy
 from ..sim.world import SimulationDiverged, World
@@ -765,6 +766,16 @@ class Session:
         self.on_segment(f"ghost: {INTEGRATORS[name].label}")
         self.message(f"ghost: {INTEGRATORS[name].label}, restarted from the world")
 
+    def compiled_now(self) -> bool:
+        """Whether the world steps on the compiled kernels now: every part it uses
+        usable for its float type (``backend.usable``: ready and not held back; a
+        float64 level opened after the float32 cloth waits for its own). A cost
+        measured on the numpy references meanwhile says nothing about the level."""
+        w = self.world
+        dtype = w.particles.x.dtype
+        parts = backend.PARTS if w.has_contacts else ("kernels",)
+        return all(backend.usable(part, dtype) for part in parts)
+
     # --- every integrator side by side (sandbox/ensemble.py) ---------------------------
 
     def ensemble_problem(self) -> str | None:
@@ -847,7 +858,6 @@ class Session:
     def _advance_ensemble(self, plan: list[float]) -> None:
         """The frame's plan for every member; the marks at ENSEMBLE_MARK_S; off (said)
         once it has cost the frame budget ENSEMBLE_PATIENCE frames in a row."""
-        from ..sim import backend
         t0 = self.clock()
         for h in plan:
             self.ensemble.step(h)
@@ -855,7 +865,7 @@ class Session:
         self.ensemble_ms = took * 1e3
         if not self.ensemble_marks and self.ensemble_elapsed() >= ENSEMBLE_MARK_S:
             self.ensemble_marks = {r.name: r.error for r in self.ensemble.rows()}
-        if took > ENSEMBLE_BUDGET_S and backend.ready():
+        if took > ENSEMBLE_BUDGET_S and self.compiled_now():
             self._ensemble_slow += 1
             if self._ensemble_slow >= ENSEMBLE_PATIENCE and self.speed > SPEEDS[0]:
                 # Slow motion first (a halved step doubles the steps a frame): the
